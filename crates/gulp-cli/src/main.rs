@@ -1,0 +1,2 @@
+//! The `gulp` command.
+fn main() {}

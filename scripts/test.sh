@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, then runs every test of the
+# workspace (unit, integration, doc tests, and one pass of each benchmark).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/deps.sh
+export GULP_PYTHON="$root/.venv/bin/python"
+cargo nextest run --workspace --no-fail-fast
+cargo test --workspace --doc
+# Benchmarks run once each as a smoke test; timings come from `cargo bench`.
+cargo test --workspace --benches --release -q
