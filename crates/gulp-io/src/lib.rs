@@ -1,1 +1,52 @@
-//! Placeholder.
+//! Read and write gulp directories.
+//!
+//! A training program opens a [`GulpDirectory`] and reads an item's frames by
+//! id, as JPEG bytes straight from a memory map or decoded to pixels; an
+//! ingest writes chunks with a [`ChunkWriter`], which makes a chunk visible
+//! only once its data and meta are complete and synced. Directories written by
+//! GulpIO and gulpio2 read as they are, and what this crate writes with JSON
+//! meta reads in gulpio2.
+//!
+//! # Example
+//!
+//! ```
+//! use gulp_io::{ChunkWriter, ColorMode, GulpDirectory, Selection};
+//! use gulp_format::Value;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let jpeg = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/white-8x8.jpg"))?;
+//! // Write one chunk holding one item of three frames.
+//! let mut writer = ChunkWriter::builder().create(dir.path(), 0)?;
+//! writer.append("clip-1", Value::from("a label"), [&jpeg, &jpeg, &jpeg])?;
+//! let summary = writer.finish()?;
+//! assert_eq!(summary.frames, 3);
+//!
+//! // Read it back: raw JPEG bytes (zero copy) or decoded pixels.
+//! let gulp = GulpDirectory::open(dir.path())?;
+//! let reader = gulp.reader_for("clip-1")?;
+//! let frames = reader.frames("clip-1", &Selection::parse("::2")?)?;
+//! assert_eq!(frames.len(), 2);
+//! assert_eq!(&*frames[0], &jpeg[..]);
+//! let image = gulp_io::decode_jpeg(&frames[0], ColorMode::Auto)?;
+//! assert_eq!((image.height, image.width, image.channels), (8, 8, 3));
+//! # Ok(())
+//! # }
+//! ```
+#![deny(unsafe_code)]
+
+mod decode;
+mod directory;
+mod error;
+mod mmap;
+mod reader;
+mod select;
+mod writer;
+
+pub use crate::decode::{ColorMode, FrameDecoder, Image, ZuneDecoder, decode_batch, decode_jpeg};
+pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
+pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::reader::{ChunkReader, ReadMode};
+pub use crate::select::Selection;
+pub use crate::writer::{ChunkSummary, ChunkWriter, ChunkWriterBuilder};
+pub use gulp_format;

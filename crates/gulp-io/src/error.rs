@@ -1,0 +1,146 @@
+//! The error type of this crate: every error says where.
+
+use std::path::{Path, PathBuf};
+
+/// A `Result` whose error is this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error reading or writing a gulp directory.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error(Box<ErrorKind>);
+
+/// What went wrong, and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A filesystem operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done ("reading", "creating", ...).
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A meta file could not be parsed.
+    #[error("meta file {path}: {source}")]
+    Meta {
+        /// The meta file.
+        path: PathBuf,
+        /// The parse error (with byte offset and id where known).
+        source: gulp_format::Error,
+    },
+    /// A frame's record is inconsistent with the data file.
+    #[error("{path}: id {id:?} frame {frame}: {reason} (record at byte {offset})")]
+    Record {
+        /// The data file.
+        path: PathBuf,
+        /// The item id.
+        id: String,
+        /// The frame index within the item.
+        frame: usize,
+        /// The record's `loc`.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The same id is in two chunks.
+    #[error("duplicate id {id:?}: in {first} and in {second}")]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// Meta file of the first chunk that has it.
+        first: PathBuf,
+        /// Meta file of the second chunk that has it.
+        second: PathBuf,
+    },
+    /// No item has this id.
+    #[error("no item with id {id:?} in {dir}")]
+    UnknownId {
+        /// The id.
+        id: String,
+        /// The directory or chunk searched.
+        dir: PathBuf,
+    },
+    /// A frame selection does not fit the item.
+    #[error("id {id:?}: {reason}")]
+    Selection {
+        /// The item id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A frame selection could not be parsed.
+    #[error("invalid frame selection {text:?}: {reason}")]
+    SelectionSyntax {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A frame could not be decoded.
+    #[error("cannot decode JPEG{at}: {reason}")]
+    Decode {
+        /// Where the frame is, if known (" of id ... frame ... in ...").
+        at: String,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A chunk cannot be created because it exists.
+    #[error("chunk {chunk} already exists in {dir}")]
+    ChunkExists {
+        /// The chunk number.
+        chunk: u64,
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The writer was given something it cannot store.
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The file concerned.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// The kind of error.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Error {
+        ErrorKind::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        }
+        .into()
+    }
+
+    pub(crate) fn record(
+        path: &Path,
+        id: &str,
+        frame: usize,
+        offset: u64,
+        reason: impl Into<String>,
+    ) -> Error {
+        ErrorKind::Record {
+            path: path.to_owned(),
+            id: id.to_owned(),
+            frame,
+            offset,
+            reason: reason.into(),
+        }
+        .into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Error {
+        Error(Box::new(kind))
+    }
+}

@@ -1,0 +1,220 @@
+//! Reading one chunk: frames as slices of a memory map.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use gulp_format::{ChunkMeta, FrameInfo, ItemMeta, data_file_name, meta_file_name, read_meta};
+use memmap2::Mmap;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::select::Selection;
+
+/// How a [`ChunkReader`] gets at the data file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// Memory-map it, falling back to plain reads if mapping fails.
+    #[default]
+    Mmap,
+    /// Plain positioned reads into owned buffers.
+    Buffered,
+}
+
+#[derive(Debug)]
+enum Data {
+    Mapped(Mmap),
+    File(Mutex<File>),
+}
+
+/// One chunk opened for reading: its meta, and its data file mapped.
+#[derive(Debug)]
+pub struct ChunkReader {
+    chunk: u64,
+    data_path: PathBuf,
+    meta_path: PathBuf,
+    meta: Arc<ChunkMeta>,
+    data: Data,
+    data_len: u64,
+}
+
+impl ChunkReader {
+    /// Opens chunk `chunk` of `dir` (`data_N.gulp` and `meta_N.gmeta`).
+    pub fn open(dir: impl AsRef<Path>, chunk: u64, mode: ReadMode) -> Result<ChunkReader> {
+        let dir = dir.as_ref();
+        let meta_path = dir.join(meta_file_name(chunk));
+        let bytes = std::fs::read(&meta_path).map_err(|e| Error::io("reading", &meta_path, e))?;
+        let meta = read_meta(&bytes).map_err(|source| ErrorKind::Meta {
+            path: meta_path.clone(),
+            source,
+        })?;
+        ChunkReader::with_meta(
+            dir.join(data_file_name(chunk)),
+            meta_path,
+            chunk,
+            Arc::new(meta),
+            mode,
+        )
+    }
+
+    /// Opens a data file whose meta is already parsed.
+    pub fn with_meta(
+        data_path: PathBuf,
+        meta_path: PathBuf,
+        chunk: u64,
+        meta: Arc<ChunkMeta>,
+        mode: ReadMode,
+    ) -> Result<ChunkReader> {
+        let file = File::open(&data_path).map_err(|e| Error::io("opening", &data_path, e))?;
+        let data_len = file
+            .metadata()
+            .map_err(|e| Error::io("reading", &data_path, e))?
+            .len();
+        let data = match mode {
+            ReadMode::Mmap => match crate::mmap::map(&file, data_len) {
+                Some(map) => Data::Mapped(map),
+                None => Data::File(Mutex::new(file)),
+            },
+            ReadMode::Buffered => Data::File(Mutex::new(file)),
+        };
+        Ok(ChunkReader {
+            chunk,
+            data_path,
+            meta_path,
+            meta,
+            data,
+            data_len,
+        })
+    }
+
+    /// The chunk number.
+    pub fn chunk(&self) -> u64 {
+        self.chunk
+    }
+
+    /// The chunk's meta.
+    pub fn meta(&self) -> &ChunkMeta {
+        &self.meta
+    }
+
+    /// The data file.
+    pub fn data_path(&self) -> &Path {
+        &self.data_path
+    }
+
+    /// The meta file.
+    pub fn meta_path(&self) -> &Path {
+        &self.meta_path
+    }
+
+    /// Size of the data file in bytes.
+    pub fn data_len(&self) -> u64 {
+        self.data_len
+    }
+
+    /// Whether the data file is memory-mapped.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.data, Data::Mapped(_))
+    }
+
+    /// The item with this id.
+    pub fn item(&self, id: &str) -> Result<&ItemMeta> {
+        self.meta.get(id).ok_or_else(|| {
+            ErrorKind::UnknownId {
+                id: id.to_owned(),
+                dir: self.meta_path.clone(),
+            }
+            .into()
+        })
+    }
+
+    /// The JPEG bytes of frame `index` of `id`: a slice of the map (no copy)
+    /// when mapped.
+    pub fn frame(&self, id: &str, index: usize) -> Result<Cow<'_, [u8]>> {
+        let item = self.item(id)?;
+        let fi = item
+            .frame_info
+            .get(index)
+            .ok_or_else(|| ErrorKind::Selection {
+                id: id.to_owned(),
+                reason: format!(
+                    "frame index {index} is out of range for {} frames",
+                    item.frame_info.len()
+                ),
+            })?;
+        self.read(id, index, fi)
+    }
+
+    /// The JPEG bytes of the selected frames of `id`, in selection order.
+    pub fn frames(&self, id: &str, selection: &Selection) -> Result<Vec<Cow<'_, [u8]>>> {
+        let item = self.item(id)?;
+        let indices =
+            selection
+                .resolve(item.frame_info.len())
+                .map_err(|reason| ErrorKind::Selection {
+                    id: id.to_owned(),
+                    reason,
+                })?;
+        indices
+            .into_iter()
+            .map(|k| self.read(id, k, &item.frame_info[k]))
+            .collect()
+    }
+
+    /// The JPEG bytes of one record, after checking it against the file.
+    pub fn read(&self, id: &str, index: usize, fi: &FrameInfo) -> Result<Cow<'_, [u8]>> {
+        let (start, end) = self.jpeg_range(id, index, fi)?;
+        match &self.data {
+            Data::Mapped(map) => {
+                let (s, e) = (usize::try_from(start), usize::try_from(end));
+                match (s, e) {
+                    (Ok(s), Ok(e)) if e <= map.len() => Ok(Cow::Borrowed(&map[s..e])),
+                    _ => Err(Error::record(
+                        &self.data_path,
+                        id,
+                        index,
+                        fi.loc,
+                        "record lies outside the mapping",
+                    )),
+                }
+            }
+            Data::File(file) => {
+                let n = usize::try_from(end - start).map_err(|_| {
+                    Error::record(&self.data_path, id, index, fi.loc, "record too large")
+                })?;
+                let mut buf = vec![0; n];
+                let mut file = file
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                file.seek(SeekFrom::Start(start))
+                    .and_then(|_| file.read_exact(&mut buf))
+                    .map_err(|e| Error::io("reading", &self.data_path, e))?;
+                Ok(Cow::Owned(buf))
+            }
+        }
+    }
+
+    /// Byte range of a record's JPEG (`loc .. loc + length - pad`), checked
+    /// against the record rules and the data file size.
+    pub fn jpeg_range(&self, id: &str, index: usize, fi: &FrameInfo) -> Result<(u64, u64)> {
+        if let Some(problem) = fi.problem() {
+            return Err(Error::record(&self.data_path, id, index, fi.loc, problem));
+        }
+        let record_end = fi.end().unwrap_or(u64::MAX);
+        if record_end > self.data_len {
+            return Err(Error::record(
+                &self.data_path,
+                id,
+                index,
+                fi.loc,
+                format!(
+                    "record ends at byte {record_end}, past the end of the data file ({} bytes)",
+                    self.data_len
+                ),
+            ));
+        }
+        let jpeg_len = fi.jpeg_len().unwrap_or(0);
+        Ok((fi.loc, fi.loc + jpeg_len))
+    }
+}
