@@ -135,10 +135,7 @@ fn payloads_of_every_length_mod_4() {
         .map(|f| f.pad)
         .collect();
     assert_eq!(pads, [0, 3, 2, 1, 0, 3, 2, 1, 0]);
-    assert_eq!(
-        reader.meta().data_extent(),
-        Some(4 * 4 + 8 * 4)
-    );
+    assert_eq!(reader.meta().data_extent(), Some(4 * 4 + 8 * 4));
 }
 
 #[test]
