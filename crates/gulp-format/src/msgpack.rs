@@ -37,7 +37,7 @@ const EXT_BIGINT: i8 = 1;
 const TRAILER_LEN: usize = 15;
 /// Bytes of one frame-table entry.
 const FRAME_ENTRY_LEN: usize = 24;
-const MAX_DEPTH: usize = 512;
+const MAX_DEPTH: usize = crate::json::MAX_DEPTH;
 
 /// Versions of the msgpack meta format. Unknown codes are rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +161,8 @@ fn write_meta(meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
     } else {
         let _ = rmp::encode::write_nil(out);
     }
-    let _ = rmp::encode::write_bin(out, &item_blobs);
+    let _ = rmp::encode::write_bin_len(out, len_u32(item_blobs.len())?);
+    out.extend_from_slice(&item_blobs);
 
     let content = &out[start..];
     let fingerprint = crc32fast::hash(content);
@@ -234,6 +235,17 @@ fn write_value(value: &Value, out: &mut Vec<u8>) {
 
 fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
     // Header first, so that a file from a newer version says so.
+    // Magic and version first, read by hand so that a file of a newer version
+    // says so even if its header has other fields.
+    let mut c = Cursor { bytes, pos: 0, depth: 0 };
+    let fields = c.array_len()?;
+    if c.str()? != MAGIC_STR {
+        return Err(Error::msgpack(1, "bad magic"));
+    }
+    let version = MsgpackVersion::try_from(c.uint()?)?;
+    if fields != 5 {
+        return Err(Error::msgpack(0, format!("a version 1 header has 5 fields, this one has {fields}")));
+    }
     let mut rest = bytes;
     let header: Header = rmp_serde::from_read(&mut rest).map_err(|e| {
         let at = bytes.len() - rest.len();
@@ -243,10 +255,6 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
             Error::msgpack(at, format!("bad header: {e}"))
         }
     })?;
-    if header.magic != MAGIC_STR {
-        return Err(Error::msgpack(1, "bad magic"));
-    }
-    let version = MsgpackVersion::try_from(header.version)?;
     let header_len = bytes.len() - rest.len();
 
     // Then the trailer and the fingerprint over everything before it.

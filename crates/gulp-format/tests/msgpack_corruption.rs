@@ -127,3 +127,17 @@ fn empty_chunk_meta_is_small_and_valid() {
     assert_eq!(read_meta(&bytes).unwrap(), ChunkMeta::new());
     assert!(bytes.len() < 40, "{}", bytes.len());
 }
+
+#[test]
+fn a_newer_version_with_a_longer_header_says_unsupported_version() {
+    // [ "gulpmeta", 2, <a field v1 does not know>, ... ] sealed correctly.
+    let mut content = b"\x96\xa8gulpmeta\x02\x00\x00\x00\x00\xc0".to_vec();
+    let crc = crc32fast::hash(&content);
+    let len = content.len() as u64;
+    content.extend_from_slice(&[0x92, 0xcf]);
+    content.extend_from_slice(&len.to_be_bytes());
+    content.push(0xce);
+    content.extend_from_slice(&crc.to_be_bytes());
+    let err = read_meta(&content).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::UnsupportedVersion { version: 2, .. }), "{err}");
+}

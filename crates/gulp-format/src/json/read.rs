@@ -7,10 +7,7 @@ use crate::layout::FrameInfo;
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::value::{BigInt, Map, Value};
 
-/// Deepest nesting accepted inside `meta_data`. Python's encoder gives up far
-/// earlier (its recursion limit), so nothing gulpio2 wrote is refused; the
-/// limit keeps hostile input from exhausting the stack.
-const MAX_DEPTH: usize = 512;
+use super::MAX_DEPTH;
 
 pub(crate) struct Parser<'a> {
     bytes: &'a [u8],

@@ -1,0 +1,154 @@
+//! Synthetic gulp directories for the benches and `make_bench_dir`: items
+//! shaped like Something-Something's, frames that are real JPEG bytes.
+
+use std::path::Path;
+use std::time::Instant;
+
+use gulp_io::gulp_format::{Map, MetaFormat, Value};
+use gulp_io::ChunkWriter;
+
+/// Errors of the helpers.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A 176x100 photo-like JPEG (quality 90, 4:2:0, as gulpio2's writer makes
+/// them): the frame size of Something-Something v1 and Jester.
+/// Made by `scripts/bench_gulpio2_io.py make-jpeg`.
+pub const PHOTO_JPEG: &[u8] = include_bytes!("../data/photo-176x100.jpg");
+
+/// Width and height of [`PHOTO_JPEG`].
+pub const PHOTO_SIZE: (usize, usize) = (176, 100);
+
+/// A tiny real JPEG (24x16), for directories where only the meta matters.
+pub const TINY_JPEG: &[u8] = include_bytes!("../../tests/data/noise-24x16.jpg");
+
+/// The shape of a directory to make.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// Number of items.
+    pub items: usize,
+    /// Number of chunks (items are spread evenly, in order).
+    pub chunks: usize,
+    /// Frames per item.
+    pub frames_per_item: usize,
+    /// Meta file format.
+    pub format: MetaFormat,
+}
+
+/// What was written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Written {
+    /// Items written.
+    pub items: usize,
+    /// Frames written.
+    pub frames: usize,
+    /// Bytes of data files.
+    pub data_bytes: u64,
+    /// Bytes of meta files.
+    pub meta_bytes: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+}
+
+const TEMPLATES: [(&str, usize); 8] = [
+    ("Putting [something] on [something]", 2),
+    ("Pushing [something] from left to right", 1),
+    ("Moving [something] and [something] closer to each other", 2),
+    ("Taking [something] out of [something]", 2),
+    ("Turning [something] upside down", 1),
+    ("Holding [something] next to [something]", 2),
+    ("Tearing [something] into two pieces", 1),
+    ("Pretending to pick [something] up", 1),
+];
+
+const THINGS: [&str; 12] = [
+    "a pen",
+    "a coffee mug",
+    "the remote control",
+    "a book",
+    "a plastic bottle",
+    "a phone",
+    "a piece of paper",
+    "the table",
+    "a box",
+    "a spoon",
+    "a shoe",
+    "a towel",
+];
+
+/// The id of item `i`: Something-Something's ids are decimal integers.
+pub fn item_id(i: usize) -> String {
+    (i + 1).to_string()
+}
+
+/// The `meta_data` of item `i`, shaped like a Something-Something v2 label
+/// entry: `{"id", "label", "template", "placeholders"}`.
+pub fn item_meta(i: usize) -> Value {
+    let (template, slots) = TEMPLATES[i % TEMPLATES.len()];
+    let placeholders: Vec<&str> = (0..slots)
+        .map(|k| THINGS[(i / TEMPLATES.len() + 5 * k) % THINGS.len()])
+        .collect();
+    let mut label = template.to_owned();
+    for p in &placeholders {
+        label = label.replacen("[something]", p, 1);
+    }
+    let mut map = Map::with_capacity(4);
+    map.insert(
+        "id".to_owned(),
+        Value::from(i64::try_from(i + 1).unwrap_or(i64::MAX)),
+    );
+    map.insert("label".to_owned(), Value::from(label));
+    map.insert("template".to_owned(), Value::from(template));
+    map.insert(
+        "placeholders".to_owned(),
+        Value::from(placeholders.into_iter().map(Value::from).collect::<Vec<_>>()),
+    );
+    Value::from(map)
+}
+
+/// Writes `spec` into the existing, empty directory `dir`, every frame being
+/// `jpeg`.
+pub fn write_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Written, BoxError> {
+    let start = Instant::now();
+    let chunks = spec.chunks.max(1);
+    let per_chunk = spec.items.div_ceil(chunks).max(1);
+    let mut written = Written::default();
+    let frames: Vec<&[u8]> = vec![jpeg; spec.frames_per_item];
+    for (chunk, first) in (0..spec.items).step_by(per_chunk).enumerate() {
+        let mut writer = ChunkWriter::builder()
+            .meta_format(spec.format)
+            .fsync(false)
+            .create(dir, chunk as u64)?;
+        for i in first..(first + per_chunk).min(spec.items) {
+            writer.append(&item_id(i), item_meta(i), &frames)?;
+        }
+        let summary = writer.finish()?;
+        written.items += summary.items;
+        written.frames += summary.frames;
+        written.data_bytes += summary.bytes;
+        written.meta_bytes += std::fs::metadata(&summary.meta_path)
+            .map(|m| m.len())
+            .unwrap_or(0);
+    }
+    written.seconds = start.elapsed().as_secs_f64();
+    Ok(written)
+}
+
+/// Makes `dir` with `spec` unless it exists already (it is built under a
+/// temporary name and renamed into place when complete, so an interrupted
+/// run never leaves a half directory that would be reused). Returns `None`
+/// when it was reused.
+pub fn ensure_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Option<Written>, BoxError> {
+    if dir.is_dir() {
+        return Ok(None);
+    }
+    let mut tmp = dir.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = std::path::PathBuf::from(tmp);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    std::fs::create_dir_all(&tmp)?;
+    let written = write_dir(&tmp, spec, jpeg)?;
+    std::fs::rename(&tmp, dir)?;
+    Ok(Some(written))
+}

@@ -1,0 +1,87 @@
+//! Writes a synthetic gulp directory for benchmarks: items shaped like
+//! Something-Something's, every frame the same real JPEG.
+//!
+//! ```text
+//! cargo run --release -p gulp-io --example make_bench_dir -- <out_dir> \
+//!     [--items 200000] [--chunks 200] [--frames-per-item 4] \
+//!     [--meta-format json|msgpack] [--jpeg path]
+//! ```
+//!
+//! Without `--jpeg` the frames are the 176x100 photo-like JPEG the `read`
+//! bench uses (`benches/data/photo-176x100.jpg`, 7 kB). `<out_dir>` must not
+//! exist; it is written under `<out_dir>.partial` and renamed when complete.
+
+#[allow(dead_code)] // shared with the benches, which use all of it
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use common::{BoxError, Spec};
+use gulp_io::gulp_format::MetaFormat;
+
+const USAGE: &str = "usage: make_bench_dir <out_dir> [--items N] [--chunks N] \
+[--frames-per-item N] [--meta-format json|msgpack] [--jpeg path]";
+
+fn parse() -> Result<(PathBuf, Spec, Vec<u8>), BoxError> {
+    let mut out = None;
+    let mut spec = Spec {
+        items: 200_000,
+        chunks: 200,
+        frames_per_item: 4,
+        format: MetaFormat::Json,
+    };
+    let mut jpeg = common::PHOTO_JPEG.to_vec();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--items" => spec.items = value()?.parse()?,
+            "--chunks" => spec.chunks = value()?.parse()?,
+            "--frames-per-item" => spec.frames_per_item = value()?.parse()?,
+            "--meta-format" => spec.format = value()?.parse()?,
+            "--jpeg" => {
+                let path = value()?;
+                jpeg = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+            }
+            "-h" | "--help" => return Err(USAGE.into()),
+            s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}").into()),
+            s if out.is_none() => out = Some(PathBuf::from(s)),
+            s => return Err(format!("unexpected argument {s}\n{USAGE}").into()),
+        }
+    }
+    let out = out.ok_or(USAGE)?;
+    if out.exists() {
+        return Err(format!("{} exists already", out.display()).into());
+    }
+    Ok((out, spec, jpeg))
+}
+
+fn run() -> Result<(), BoxError> {
+    let (out, spec, jpeg) = parse()?;
+    let written = common::ensure_dir(&out, &spec, &jpeg)?.ok_or("directory appeared meanwhile")?;
+    println!(
+        "{}: {} items, {} chunks, {} frames of {} bytes, {} meta: data {:.1} MB, meta {:.1} MB, written in {:.1} s",
+        out.display(),
+        written.items,
+        spec.chunks,
+        written.frames,
+        jpeg.len(),
+        spec.format,
+        written.data_bytes as f64 / 1e6,
+        written.meta_bytes as f64 / 1e6,
+        written.seconds
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("make_bench_dir: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
