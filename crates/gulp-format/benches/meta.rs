@@ -58,6 +58,21 @@ fn bench_meta(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.bench_function(format.name(), |b| b.iter(|| read_meta(black_box(&bytes))));
     }
+    // The same chunk with `meta_data` reduced to null: the cost of ids,
+    // frame_info and checksums alone.
+    let mut bare = meta.clone();
+    let ids: Vec<String> = bare.ids().map(str::to_owned).collect();
+    for id in &ids {
+        if let Some(item) = bare.get_mut(id) {
+            item.meta_data = vec![Value::Null];
+        }
+    }
+    for format in [MetaFormat::Json, MetaFormat::Msgpack] {
+        let bytes = format.serializer().to_vec(&bare).unwrap_or_default();
+        group.bench_function(format!("{} frame_info only", format.name()), |b| {
+            b.iter(|| read_meta(black_box(&bytes)))
+        });
+    }
     group.finish();
     let mut group = c.benchmark_group("write chunk meta 1000x30");
     for format in [MetaFormat::Json, MetaFormat::Msgpack] {

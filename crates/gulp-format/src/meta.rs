@@ -32,7 +32,7 @@ impl ItemMeta {
 /// The JSON form of a chunk meta is exactly this map (see `docs/format.md`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChunkMeta {
-    items: IndexMap<String, ItemMeta>,
+    items: IndexMap<String, ItemMeta, foldhash::fast::RandomState>,
 }
 
 impl ChunkMeta {

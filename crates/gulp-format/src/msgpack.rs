@@ -237,14 +237,21 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
     // Header first, so that a file from a newer version says so.
     // Magic and version first, read by hand so that a file of a newer version
     // says so even if its header has other fields.
-    let mut c = Cursor { bytes, pos: 0, depth: 0 };
+    let mut c = Cursor {
+        bytes,
+        pos: 0,
+        depth: 0,
+    };
     let fields = c.array_len()?;
     if c.str()? != MAGIC_STR {
         return Err(Error::msgpack(1, "bad magic"));
     }
     let version = MsgpackVersion::try_from(c.uint()?)?;
     if fields != 5 {
-        return Err(Error::msgpack(0, format!("a version 1 header has 5 fields, this one has {fields}")));
+        return Err(Error::msgpack(
+            0,
+            format!("a version 1 header has 5 fields, this one has {fields}"),
+        ));
     }
     let mut rest = bytes;
     let header: Header = rmp_serde::from_read(&mut rest).map_err(|e| {
@@ -420,8 +427,11 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
             ));
         }
         blob_pos = end;
-        let previous = meta.insert(
-            id.clone(),
+        if meta.contains(&id) {
+            return Err(Error::item(&id, at, "id appears twice in the index"));
+        }
+        meta.insert(
+            id,
             ItemMeta {
                 frame_info,
                 meta_data,
@@ -429,9 +439,6 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
                 metalayers,
             },
         );
-        if previous.is_some() {
-            return Err(Error::item(&id, at, "id appears twice in the index"));
-        }
     }
     if blob_pos != blob.len() {
         return Err(Error::msgpack(
@@ -533,12 +540,18 @@ impl<'a> Cursor<'a> {
     fn str(&mut self) -> Result<String> {
         let at = self.pos;
         let m = self.marker()?;
+        self.str_body(m, at)
+    }
+
+    /// The rest of a string whose marker `m` (at `at`) was just read.
+    fn str_body(&mut self, m: Marker, at: usize) -> Result<String> {
         match m {
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
                 let n = self.len_of(m)?.unwrap_or(0);
+                let start = self.pos;
                 let raw = self.take(n)?;
                 std::str::from_utf8(raw).map(str::to_owned).map_err(|e| {
-                    Error::msgpack(at + 1 + e.valid_up_to(), "invalid UTF-8 in a string")
+                    Error::msgpack(start + e.valid_up_to(), "invalid UTF-8 in a string")
                 })
             }
             _ => Err(Error::msgpack(
@@ -605,6 +618,49 @@ impl<'a> Cursor<'a> {
     fn value(&mut self) -> Result<Value> {
         let at = self.pos;
         let m = self.marker()?;
+        // Only lists and maps recurse. The other kinds live in `scalar` so that
+        // each nesting level costs one small stack frame: unoptimised builds
+        // give every temporary of a function its own stack slot, and with them
+        // all here MAX_DEPTH levels overflowed a thread's default 2 MiB stack.
+        match m {
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => self.list(m, at),
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => self.map(m, at),
+            _ => self.scalar(m, at),
+        }
+    }
+
+    /// A list whose marker `m` (at `at`) was just read.
+    fn list(&mut self, m: Marker, at: usize) -> Result<Value> {
+        let n = self.len_of(m)?.unwrap_or(0);
+        self.descend(at)?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(self.value()?);
+        }
+        self.depth -= 1;
+        Ok(Value::Array(items))
+    }
+
+    /// A map whose marker `m` (at `at`) was just read.
+    fn map(&mut self, m: Marker, at: usize) -> Result<Value> {
+        let n = self.len_of(m)?.unwrap_or(0);
+        self.descend(at)?;
+        let mut map = Map::with_capacity_and_hasher(n, Default::default());
+        for _ in 0..n {
+            let key = self.str()?;
+            let value = self.value()?;
+            if map.insert(key, value).is_some() {
+                return Err(Error::msgpack(at, "map has a repeated key"));
+            }
+        }
+        self.depth -= 1;
+        Ok(Value::Object(map))
+    }
+
+    /// A value other than a list or map, whose marker `m` (at `at`) was just
+    /// read.
+    #[inline(never)]
+    fn scalar(&mut self, m: Marker, at: usize) -> Result<Value> {
         let value = match m {
             Marker::Null => Value::Null,
             Marker::True => Value::Bool(true),
@@ -627,32 +683,7 @@ impl<'a> Cursor<'a> {
             Marker::F32 => Value::Float(f64::from(f32::from_be_bytes(self.array()?))),
             Marker::F64 => Value::Float(f64::from_bits(self.be(8)?)),
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
-                self.pos = at;
-                Value::String(self.str()?)
-            }
-            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
-                let n = self.len_of(m)?.unwrap_or(0);
-                self.descend(at)?;
-                let mut items = Vec::with_capacity(n);
-                for _ in 0..n {
-                    items.push(self.value()?);
-                }
-                self.depth -= 1;
-                Value::Array(items)
-            }
-            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
-                let n = self.len_of(m)?.unwrap_or(0);
-                self.descend(at)?;
-                let mut map = Map::with_capacity(n / 2);
-                for _ in 0..n {
-                    let key = self.str()?;
-                    let value = self.value()?;
-                    if map.insert(key, value).is_some() {
-                        return Err(Error::msgpack(at, "map has a repeated key"));
-                    }
-                }
-                self.depth -= 1;
-                Value::Object(map)
+                Value::String(self.str_body(m, at)?)
             }
             Marker::FixExt1
             | Marker::FixExt2

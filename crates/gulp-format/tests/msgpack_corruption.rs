@@ -139,5 +139,8 @@ fn a_newer_version_with_a_longer_header_says_unsupported_version() {
     content.push(0xce);
     content.extend_from_slice(&crc.to_be_bytes());
     let err = read_meta(&content).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::UnsupportedVersion { version: 2, .. }), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::UnsupportedVersion { version: 2, .. }),
+        "{err}"
+    );
 }

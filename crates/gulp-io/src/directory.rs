@@ -66,7 +66,7 @@ impl fmt::Display for DirectoryWarning {
 pub struct GulpDirectory {
     dir: PathBuf,
     chunks: Vec<ChunkEntry>,
-    lookup: HashMap<String, u32>,
+    lookup: HashMap<String, u32, foldhash::fast::RandomState>,
     warnings: Vec<DirectoryWarning>,
     max_chunk_seen: Option<u64>,
     mode: ReadMode,
@@ -119,7 +119,8 @@ impl GulpDirectory {
 
         let metas = parse_metas(&pairs)?;
         let total: usize = metas.iter().map(|m| m.len()).sum();
-        let mut lookup: HashMap<String, u32> = HashMap::with_capacity(total);
+        let mut lookup: HashMap<String, u32, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(total, Default::default());
         let mut chunks = Vec::with_capacity(pairs.len());
         for (index, ((chunk, data_path, meta_path), meta)) in
             pairs.into_iter().zip(metas).enumerate()

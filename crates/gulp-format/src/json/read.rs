@@ -27,7 +27,8 @@ impl<'a> Parser<'a> {
     pub(crate) fn chunk_meta(mut self) -> Result<ChunkMeta> {
         self.skip_ws();
         self.expect(b'{', "expected '{' at the start of the meta")?;
-        let mut items: IndexMap<String, ItemMeta> = IndexMap::new();
+        let mut items: IndexMap<String, ItemMeta, foldhash::fast::RandomState> =
+            IndexMap::default();
         self.skip_ws();
         if !self.eat(b'}') {
             loop {
@@ -194,9 +195,20 @@ impl<'a> Parser<'a> {
     }
 
     fn value(&mut self) -> Result<Value> {
+        // Only objects and lists recurse. The other kinds live in `scalar` so
+        // that each nesting level costs small stack frames: unoptimised
+        // builds give every temporary of a function its own stack slot.
         match self.peek() {
             Some(b'{') => self.nested(Self::object),
             Some(b'[') => self.nested(Self::array),
+            _ => self.scalar(),
+        }
+    }
+
+    /// A value other than an object or list.
+    #[inline(never)]
+    fn scalar(&mut self) -> Result<Value> {
+        match self.peek() {
             Some(b'"') => Ok(Value::String(self.string("expected a string")?)),
             Some(b'n') => self.literal("null", Value::Null),
             Some(b't') => self.literal("true", Value::Bool(true)),
@@ -224,7 +236,7 @@ impl<'a> Parser<'a> {
 
     fn object(&mut self) -> Result<Value> {
         self.pos += 1; // '{'
-        let mut map = Map::new();
+        let mut map = Map::default();
         self.skip_ws();
         if self.eat(b'}') {
             return Ok(Value::Object(map));

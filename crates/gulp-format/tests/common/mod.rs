@@ -77,7 +77,7 @@ fn item(checksums: bool, metalayers: bool) -> impl Strategy<Value = ItemMeta> {
                 metalayers: if metalayers {
                     layers.iter().cloned().collect()
                 } else {
-                    Map::new()
+                    Map::default()
                 },
             })
         })
