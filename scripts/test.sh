@@ -6,7 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/deps.sh
 export GULP_PYTHON="$root/.venv/bin/python"
-cargo nextest run --workspace --no-fail-fast
-cargo test --workspace --doc
 # Benchmarks run once each as a smoke test; timings come from `cargo bench`.
 cargo test --workspace --benches --release -q
+cargo test --workspace --doc
+cargo nextest run --workspace --no-fail-fast
