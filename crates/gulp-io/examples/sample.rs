@@ -10,7 +10,9 @@ use gulp_format::{MetaFormat, Value};
 use gulp_io::{ChunkWriter, GulpDirectory, Selection, ZuneDecoder, decode_batch};
 
 fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
     entries.sort();
     Ok(entries)
 }
@@ -24,15 +26,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let clips = sorted_entries(Path::new(frames_dir))?;
     let started = Instant::now();
     for (chunk, group) in clips.chunks(2).enumerate() {
-        let format = if chunk % 2 == 0 { MetaFormat::Json } else { MetaFormat::Msgpack };
-        let mut writer = ChunkWriter::builder().meta_format(format).create(out_dir, chunk as u64)?;
+        let format = if chunk % 2 == 0 {
+            MetaFormat::Json
+        } else {
+            MetaFormat::Msgpack
+        };
+        let mut writer = ChunkWriter::builder()
+            .meta_format(format)
+            .create(out_dir, chunk as u64)?;
         for clip in group {
-            let id = clip.file_name().and_then(|n| n.to_str()).ok_or("clip folder name is not UTF-8")?;
-            let frames =
-                sorted_entries(clip)?.iter().map(std::fs::read).collect::<Result<Vec<Vec<u8>>, _>>()?;
-            let meta: Value = [("label", Value::from(id)), ("frames", Value::from(frames.len() as u64))]
-                .into_iter()
-                .collect();
+            let id = clip
+                .file_name()
+                .and_then(|n| n.to_str())
+                .ok_or("clip folder name is not UTF-8")?;
+            let frames = sorted_entries(clip)?
+                .iter()
+                .map(std::fs::read)
+                .collect::<Result<Vec<Vec<u8>>, _>>()?;
+            let meta: Value = [
+                ("label", Value::from(id)),
+                ("frames", Value::from(frames.len() as u64)),
+            ]
+            .into_iter()
+            .collect();
             writer.append(id, meta, &frames)?;
         }
         let summary = writer.finish()?;
@@ -57,6 +73,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             decoded += 1;
         }
     }
-    println!("read back {} items, decoded {decoded} of {} frames", gulp.len(), gulp.n_frames());
+    println!(
+        "read back {} items, decoded {decoded} of {} frames",
+        gulp.len(),
+        gulp.n_frames()
+    );
     Ok(())
 }

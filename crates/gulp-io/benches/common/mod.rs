@@ -4,13 +4,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use gulp_io::gulp_format::{Map, MetaFormat, Value};
 use gulp_io::ChunkWriter;
+use gulp_io::gulp_format::{Map, MetaFormat, Value};
 
 /// Errors of the helpers.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A 176x100 photo-like JPEG (quality 90, 4:2:0, as gulpio2's writer makes
+/// A 176x100 photo-like JPEG (quality 90, 4:4:4, as gulpio2's writer makes
 /// them): the frame size of Something-Something v1 and Jester.
 /// Made by `scripts/bench_gulpio2_io.py make-jpeg`.
 pub const PHOTO_JPEG: &[u8] = include_bytes!("../data/photo-176x100.jpg");
@@ -91,7 +91,7 @@ pub fn item_meta(i: usize) -> Value {
     for p in &placeholders {
         label = label.replacen("[something]", p, 1);
     }
-    let mut map = Map::with_capacity(4);
+    let mut map = Map::with_capacity_and_hasher(4, Default::default());
     map.insert(
         "id".to_owned(),
         Value::from(i64::try_from(i + 1).unwrap_or(i64::MAX)),
@@ -100,7 +100,12 @@ pub fn item_meta(i: usize) -> Value {
     map.insert("template".to_owned(), Value::from(template));
     map.insert(
         "placeholders".to_owned(),
-        Value::from(placeholders.into_iter().map(Value::from).collect::<Vec<_>>()),
+        Value::from(
+            placeholders
+                .into_iter()
+                .map(Value::from)
+                .collect::<Vec<_>>(),
+        ),
     );
     Value::from(map)
 }
