@@ -20,12 +20,30 @@ use gulp_format::{ChunkMeta, MetaFormat, Value};
 
 /// Small fixtures of different shapes, relative to the repository root.
 const FIXTURES: &[(&str, &str)] = &[
-    ("empty", "tests/data/fixtures/gulpio2/empty_chunk/meta_0.gmeta"),
-    ("extension", "tests/data/fixtures/gulpio2/extension/meta_0.gmeta"),
-    ("padding", "tests/data/fixtures/gulpio2/padding/meta_0.gmeta"),
-    ("same_id_twice", "tests/data/fixtures/gulpio2/same_id_twice/meta_0.gmeta"),
-    ("meta_edge", "tests/data/fixtures/gulpio2/meta_edge/meta_0.gmeta"),
-    ("gulpio1", "tests/data/fixtures/gulpio1/v1_basic/meta_0.gmeta"),
+    (
+        "empty",
+        "tests/data/fixtures/gulpio2/empty_chunk/meta_0.gmeta",
+    ),
+    (
+        "extension",
+        "tests/data/fixtures/gulpio2/extension/meta_0.gmeta",
+    ),
+    (
+        "padding",
+        "tests/data/fixtures/gulpio2/padding/meta_0.gmeta",
+    ),
+    (
+        "same_id_twice",
+        "tests/data/fixtures/gulpio2/same_id_twice/meta_0.gmeta",
+    ),
+    (
+        "meta_edge",
+        "tests/data/fixtures/gulpio2/meta_edge/meta_0.gmeta",
+    ),
+    (
+        "gulpio1",
+        "tests/data/fixtures/gulpio1/v1_basic/meta_0.gmeta",
+    ),
 ];
 
 fn main() {
@@ -49,8 +67,8 @@ fn main() {
     for (name, rel) in FIXTURES {
         let path = root.join(rel);
         let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let meta = gulp_format::read_meta(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let meta =
+            gulp_format::read_meta(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         write(&json_dir.join(format!("{name}.json")), &text);
         let packed = msgpack.to_vec(&meta).expect("fixtures convert to msgpack");
         packed_files.push((name.to_string(), packed));

@@ -16,7 +16,7 @@ pub fn check_json(data: &[u8]) {
     let parsed = json.read_meta(data);
     if MetaFormat::detect(data) == Some(MetaFormat::Json) {
         // Detection must route to the same parser.
-        assert_eq!(read_meta(data).ok(), parsed.as_ref().ok().cloned());
+        assert_eq!(read_meta(data).ok().as_ref(), parsed.as_ref().ok());
     }
     if let Ok(meta) = parsed {
         let written = json.to_vec(&meta).expect("the JSON writer never fails");
@@ -57,7 +57,7 @@ pub fn check_msgpack(data: &[u8]) {
     let msgpack = MetaFormat::Msgpack.serializer();
     let parsed = msgpack.read_meta(data);
     if MetaFormat::detect(data) == Some(MetaFormat::Msgpack) {
-        assert_eq!(read_meta(data).ok(), parsed.as_ref().ok().cloned());
+        assert_eq!(read_meta(data).ok().as_ref(), parsed.as_ref().ok());
     }
     let Ok(meta) = parsed else { return };
 
@@ -67,7 +67,10 @@ pub fn check_msgpack(data: &[u8]) {
     let again = msgpack
         .read_meta(&packed)
         .unwrap_or_else(|e| panic!("our own msgpack does not parse: {e}"));
-    assert_eq!(again, meta, "msgpack → meta → msgpack → meta changed the meta");
+    assert_eq!(
+        again, meta,
+        "msgpack → meta → msgpack → meta changed the meta"
+    );
     assert_eq!(
         msgpack.to_vec(&again).expect("written once, so writable"),
         packed,
@@ -91,7 +94,10 @@ pub fn check_msgpack(data: &[u8]) {
             (id.to_owned(), item)
         })
         .collect();
-    assert_eq!(from_json, without_extras, "msgpack → JSON → meta lost content");
+    assert_eq!(
+        from_json, without_extras,
+        "msgpack → JSON → meta lost content"
+    );
 }
 
 /// Appends a correct trailer to `content`:

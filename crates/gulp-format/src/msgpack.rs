@@ -619,9 +619,10 @@ impl<'a> Cursor<'a> {
         let at = self.pos;
         let m = self.marker()?;
         // Only lists and maps recurse. The other kinds live in `scalar` so that
-        // each nesting level costs one small stack frame: unoptimised builds
-        // give every temporary of a function its own stack slot, and with them
-        // all here MAX_DEPTH levels overflowed a thread's default 2 MiB stack.
+        // each nesting level costs small stack frames: unoptimised builds give
+        // every temporary of a function its own stack slot, and with all of
+        // them in this one function, MAX_DEPTH levels overflowed a thread's
+        // default 2 MiB stack (tests/data/fuzz-regressions/).
         match m {
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => self.list(m, at),
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => self.map(m, at),
