@@ -6,6 +6,10 @@
 
 use gulp_format::{ChunkMeta, ErrorKind, MetaFormat, Value, read_meta};
 
+#[path = "support/fuzz_checks.rs"]
+#[allow(dead_code)] // Only the sealing helpers are used here.
+mod fuzz_checks;
+
 /// A realistic meta: the format-description snippet plus checksums,
 /// metalayers and awkward values.
 fn real_file() -> (ChunkMeta, Vec<u8>) {
@@ -88,16 +92,9 @@ fn every_truncation_is_an_error() {
 /// Rewrites the header byte at `pos` and re-seals the file with a valid
 /// fingerprint, to test the checks behind the fingerprint.
 fn reseal(bytes: &[u8], pos: usize, value: u8) -> Vec<u8> {
-    let mut out = bytes[..bytes.len() - 15].to_vec();
-    out[pos] = value;
-    let crc = crc32fast::hash(&out);
-    let len = out.len() as u64;
-    out.push(0x92);
-    out.push(0xcf);
-    out.extend_from_slice(&len.to_be_bytes());
-    out.push(0xce);
-    out.extend_from_slice(&crc.to_be_bytes());
-    out
+    let mut content = fuzz_checks::unseal(bytes).to_vec();
+    content[pos] = value;
+    fuzz_checks::seal(content)
 }
 
 #[test]
@@ -131,13 +128,7 @@ fn empty_chunk_meta_is_small_and_valid() {
 #[test]
 fn a_newer_version_with_a_longer_header_says_unsupported_version() {
     // [ "gulpmeta", 2, <a field v1 does not know>, ... ] sealed correctly.
-    let mut content = b"\x96\xa8gulpmeta\x02\x00\x00\x00\x00\xc0".to_vec();
-    let crc = crc32fast::hash(&content);
-    let len = content.len() as u64;
-    content.extend_from_slice(&[0x92, 0xcf]);
-    content.extend_from_slice(&len.to_be_bytes());
-    content.push(0xce);
-    content.extend_from_slice(&crc.to_be_bytes());
+    let content = fuzz_checks::seal(b"\x96\xa8gulpmeta\x02\x00\x00\x00\x00\xc0".to_vec());
     let err = read_meta(&content).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::UnsupportedVersion { version: 2, .. }),

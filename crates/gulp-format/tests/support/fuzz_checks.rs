@@ -1,0 +1,153 @@
+//! The checks the fuzz targets run on each input, and the helpers that build
+//! sealed msgpack files and seeds.
+//!
+//! One file, used three ways: the fuzz crate (`fuzz/src/lib.rs`) and
+//! gulp-format's `fuzz_regressions` and `msgpack_corruption` tests include it
+//! as a module.
+
+use gulp_format::{ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaFormat, read_meta};
+
+/// `json_meta`: any bytes through the JSON parser. Whatever parses must write
+/// back to JSON that parses to the same meta (and the same bytes again), and
+/// must survive JSON → msgpack → meta unchanged. The single-value parser
+/// (`JsonSerializer::parse_value`) gets the same bytes and the same round trip.
+pub fn check_json(data: &[u8]) {
+    let json = MetaFormat::Json.serializer();
+    let parsed = json.read_meta(data);
+    if MetaFormat::detect(data) == Some(MetaFormat::Json) {
+        // Detection must route to the same parser.
+        assert_eq!(read_meta(data).ok().as_ref(), parsed.as_ref().ok());
+    }
+    if let Ok(meta) = parsed {
+        let written = json.to_vec(&meta).expect("the JSON writer never fails");
+        let again = json
+            .read_meta(&written)
+            .unwrap_or_else(|e| panic!("our own JSON does not parse: {e}"));
+        assert_eq!(again, meta, "JSON → meta → JSON → meta changed the meta");
+        assert_eq!(
+            json.to_vec(&again).expect("the JSON writer never fails"),
+            written,
+            "writing the re-parsed meta gave other bytes"
+        );
+
+        let msgpack = MetaFormat::Msgpack.serializer();
+        let packed = msgpack
+            .to_vec(&meta)
+            .unwrap_or_else(|e| panic!("a JSON meta cannot be written as msgpack: {e}"));
+        assert_eq!(MetaFormat::detect(&packed), Some(MetaFormat::Msgpack));
+        let unpacked =
+            read_meta(&packed).unwrap_or_else(|e| panic!("our own msgpack does not parse: {e}"));
+        assert_eq!(unpacked, meta, "JSON → msgpack → meta changed the meta");
+    }
+
+    if let Ok(value) = JsonSerializer::parse_value(data) {
+        let text = JsonSerializer::value_to_string(&value);
+        let again = JsonSerializer::parse_value(text.as_bytes())
+            .unwrap_or_else(|e| panic!("our own JSON value does not parse: {e}"));
+        assert_eq!(again, value, "value → JSON → value changed the value");
+    }
+}
+
+/// `msgpack_meta` (and `msgpack_meta_sealed` after [`sealed`]): any bytes
+/// through the msgpack parser. Whatever parses must write back to msgpack
+/// that parses to the same meta, with canonical bytes that do not change on a
+/// second write; its JSON form must keep every id, `frame_info` and
+/// `meta_data` (the msgpack-only checksums and metalayers aside).
+pub fn check_msgpack(data: &[u8]) {
+    let msgpack = MetaFormat::Msgpack.serializer();
+    let parsed = msgpack.read_meta(data);
+    if MetaFormat::detect(data) == Some(MetaFormat::Msgpack) {
+        assert_eq!(read_meta(data).ok().as_ref(), parsed.as_ref().ok());
+    }
+    let Ok(meta) = parsed else { return };
+
+    let packed = msgpack
+        .to_vec(&meta)
+        .unwrap_or_else(|e| panic!("a parsed msgpack meta cannot be written back: {e}"));
+    let again = msgpack
+        .read_meta(&packed)
+        .unwrap_or_else(|e| panic!("our own msgpack does not parse: {e}"));
+    assert_eq!(
+        again, meta,
+        "msgpack → meta → msgpack → meta changed the meta"
+    );
+    assert_eq!(
+        msgpack.to_vec(&again).expect("written once, so writable"),
+        packed,
+        "writing the re-parsed meta gave other bytes"
+    );
+    assert_eq!(read_meta(&packed).ok().as_ref(), Some(&meta));
+
+    let json = MetaFormat::Json.serializer();
+    let text = json.to_vec(&meta).expect("the JSON writer never fails");
+    let from_json = json
+        .read_meta(&text)
+        .unwrap_or_else(|e| panic!("the JSON form of a msgpack meta does not parse: {e}"));
+    let without_extras: ChunkMeta = meta
+        .iter()
+        .map(|(id, item)| {
+            let item = ItemMeta {
+                frame_info: item.frame_info.clone(),
+                meta_data: item.meta_data.clone(),
+                ..ItemMeta::default()
+            };
+            (id.to_owned(), item)
+        })
+        .collect();
+    assert_eq!(
+        from_json, without_extras,
+        "msgpack → JSON → meta lost content"
+    );
+}
+
+/// Appends a correct trailer to `content`:
+/// `92 cf <content length u64 BE> ce <crc32 u32 BE>`.
+pub fn seal(mut content: Vec<u8>) -> Vec<u8> {
+    let crc = crc32fast::hash(&content);
+    let len = content.len() as u64;
+    content.extend_from_slice(&[0x92, 0xcf]);
+    content.extend_from_slice(&len.to_be_bytes());
+    content.push(0xce);
+    content.extend_from_slice(&crc.to_be_bytes());
+    content
+}
+
+/// `msgpack_meta_sealed`: turns fuzzer bytes into a msgpack meta file whose
+/// fingerprint is right, so that mutations reach the section parsers behind it.
+///
+/// Input that starts with a header (an array marker then the magic) is taken
+/// as the whole content. Anything else gets the header
+/// `["gulpmeta", 1, flags, n_items, n_frames]` with `flags = b0 & 3`,
+/// `n_items = b1` and `n_frames = b2` from its first three bytes, and the rest
+/// of the input as the sections after it.
+pub fn sealed(data: &[u8]) -> Vec<u8> {
+    if has_header(data) {
+        return seal(data.to_vec());
+    }
+    let (head, rest) = data.split_at(data.len().min(3));
+    let byte = |i: usize| head.get(i).copied().unwrap_or(0);
+    let mut content = Vec::with_capacity(data.len() + 16);
+    content.push(0x95);
+    content.extend_from_slice(MSGPACK_MAGIC);
+    content.push(1);
+    for n in [byte(0) & 3, byte(1), byte(2)] {
+        if n >= 0x80 {
+            content.push(0xcc);
+        }
+        content.push(n);
+    }
+    content.extend_from_slice(rest);
+    seal(content)
+}
+
+/// Whether `data` starts like a msgpack meta header: an array marker, then
+/// [`MSGPACK_MAGIC`].
+pub fn has_header(data: &[u8]) -> bool {
+    data.first().is_some_and(|b| b & 0xf0 == 0x90) && data[1..].starts_with(MSGPACK_MAGIC)
+}
+
+/// The content part of a msgpack meta file: everything before its 15-byte
+/// trailer (the input form of `msgpack_meta_sealed`).
+pub fn unseal(file: &[u8]) -> &[u8] {
+    &file[..file.len().saturating_sub(15)]
+}
