@@ -253,16 +253,14 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
             format!("a version 1 header has 5 fields, this one has {fields}"),
         ));
     }
-    let mut rest = bytes;
-    let header: Header = rmp_serde::from_read(&mut rest).map_err(|e| {
-        let at = bytes.len() - rest.len();
-        if rest.is_empty() {
-            Error::msgpack(at, "file ends inside the header (truncated?)")
-        } else {
-            Error::msgpack(at, format!("bad header: {e}"))
-        }
-    })?;
-    let header_len = bytes.len() - rest.len();
+    let header = Header {
+        magic: MAGIC_STR.to_owned(),
+        version: version as u64,
+        flags: c.uint()?,
+        n_items: c.uint()?,
+        n_frames: c.uint()?,
+    };
+    let header_len = c.pos;
 
     // Then the trailer and the fingerprint over everything before it.
     let content_len = bytes

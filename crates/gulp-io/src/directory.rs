@@ -7,12 +7,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use gulp_format::{
-    ChunkFile, ChunkMeta, ItemMeta, TEMP_PREFIX, Value, parse_chunk_file_name, read_meta,
-};
+use gulp_format::{ChunkFile, ChunkMeta, ItemMeta, TEMP_PREFIX, Value, parse_chunk_file_name};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::reader::{ChunkReader, ReadMode};
+use crate::reader::{ChunkReader, ReadMode, load_meta};
 use crate::select::Selection;
 
 /// One chunk of a directory: its number, files and meta.
@@ -281,16 +279,7 @@ impl GulpDirectory {
 /// Reads and parses the meta files on all cores; the first error in chunk
 /// order wins.
 fn parse_metas(pairs: &[(u64, PathBuf, PathBuf)]) -> Result<Vec<ChunkMeta>> {
-    let parse = |meta_path: &PathBuf| -> Result<ChunkMeta> {
-        let bytes = std::fs::read(meta_path).map_err(|e| Error::io("reading", meta_path, e))?;
-        read_meta(&bytes).map_err(|source| {
-            ErrorKind::Meta {
-                path: meta_path.clone(),
-                source,
-            }
-            .into()
-        })
-    };
+    let parse = |meta_path: &PathBuf| load_meta(meta_path);
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(pairs.len())

@@ -12,6 +12,18 @@ use memmap2::Mmap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
 
+/// Reads and parses a meta file of either format, naming it on error.
+pub(crate) fn load_meta(meta_path: &Path) -> Result<ChunkMeta> {
+    let bytes = std::fs::read(meta_path).map_err(|e| Error::io("reading", meta_path, e))?;
+    read_meta(&bytes).map_err(|source| {
+        ErrorKind::Meta {
+            path: meta_path.to_owned(),
+            source,
+        }
+        .into()
+    })
+}
+
 /// How a [`ChunkReader`] gets at the data file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadMode {
@@ -44,11 +56,7 @@ impl ChunkReader {
     pub fn open(dir: impl AsRef<Path>, chunk: u64, mode: ReadMode) -> Result<ChunkReader> {
         let dir = dir.as_ref();
         let meta_path = dir.join(meta_file_name(chunk));
-        let bytes = std::fs::read(&meta_path).map_err(|e| Error::io("reading", &meta_path, e))?;
-        let meta = read_meta(&bytes).map_err(|source| ErrorKind::Meta {
-            path: meta_path.clone(),
-            source,
-        })?;
+        let meta = load_meta(&meta_path)?;
         ChunkReader::with_meta(
             dir.join(data_file_name(chunk)),
             meta_path,

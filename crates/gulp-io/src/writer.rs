@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use gulp_format::{
     ChunkMeta, FrameInfo, MetaFormat, PAD_BYTE, TEMP_PREFIX, Value, data_file_name, meta_file_name,
-    read_meta,
 };
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::reader::load_meta;
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -65,12 +65,7 @@ impl ChunkWriterBuilder {
     pub fn append_to(&self, dir: impl AsRef<Path>, chunk: u64) -> Result<ChunkWriter> {
         let dir = dir.as_ref();
         let writer = ChunkWriter::new(self, dir, chunk);
-        let meta_bytes =
-            fs::read(&writer.meta_path).map_err(|e| Error::io("reading", &writer.meta_path, e))?;
-        let mut meta = read_meta(&meta_bytes).map_err(|source| ErrorKind::Meta {
-            path: writer.meta_path.clone(),
-            source,
-        })?;
+        let mut meta = load_meta(&writer.meta_path)?;
         let len = fs::copy(&writer.data_path, &writer.tmp_data)
             .map_err(|e| Error::io("copying", &writer.data_path, e))?;
         if self.format == MetaFormat::Msgpack {
