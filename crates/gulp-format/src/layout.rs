@@ -106,7 +106,7 @@ impl FrameInfo {
             Some("pad is not in 0..=3")
         } else if self.pad > self.length {
             Some("pad is larger than length")
-        } else if self.length % RECORD_ALIGN != 0 {
+        } else if !self.length.is_multiple_of(RECORD_ALIGN) {
             Some("length is not a multiple of 4")
         } else if self.end().is_none() {
             Some("loc + length overflows")

@@ -102,16 +102,15 @@ fn write_meta(meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
     let with_checksums = meta
         .iter()
         .any(|(_, item)| !item.frame_checksums.is_empty());
-    if with_checksums {
-        if let Some((id, _)) = meta
+    if with_checksums
+        && let Some((id, _)) = meta
             .iter()
             .find(|(_, item)| item.frame_checksums.len() != item.frame_info.len())
-        {
-            return Err(ErrorKind::Unrepresentable(format!(
-                "item {id:?} lacks frame checksums while others have them"
-            ))
-            .into());
-        }
+    {
+        return Err(ErrorKind::Unrepresentable(format!(
+            "item {id:?} lacks frame checksums while others have them"
+        ))
+        .into());
     }
     let header = Header {
         magic: MAGIC_STR.to_owned(),

@@ -1,1 +1,44 @@
-//! Placeholder.
+//! Turn video and image datasets into gulp directories.
+//!
+//! A [`DatasetAdapter`] lists a dataset's items (id, `meta_data`, and where
+//! the frames come from: JPEG bytes, pixels, image files or a video); the
+//! [`ingest`] pipeline decodes videos with ffmpeg, resizes by the short edge,
+//! encodes JPEGs on worker threads, and writes chunks in input order with
+//! [`gulp_io::ChunkWriter`], so every chunk is committed atomically and the
+//! output does not depend on the number of workers. Built-in adapters cover
+//! every input layout of gulpio2's scripts ([`adapters`]).
+//!
+//! # Example
+//!
+//! ```
+//! use gulp_ingest::{adapters::Dataset, ingest, IngestOptions};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let input = tempfile::tempdir()?;
+//! # let output = tempfile::tempdir()?;
+//! # let jpeg = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../gulp-io/tests/data/white-8x8.jpg"))?;
+//! # std::fs::create_dir(input.path().join("cat"))?;
+//! # std::fs::write(input.path().join("cat/a.jpg"), &jpeg)?;
+//! // images/<label>/<file>, as gulpio2's image-folder script expects.
+//! let adapter = Dataset::image_folder(input.path(), output.path())?;
+//! let report = ingest(&adapter, output.path(), &IngestOptions::default(), &mut |_| {})?;
+//! assert_eq!(report.items, 1);
+//! let gulp = gulp_io::GulpDirectory::open(output.path())?;
+//! assert!(gulp.contains("cat-a.jpg"));
+//! # Ok(())
+//! # }
+//! ```
+
+mod adapter;
+pub mod adapters;
+mod error;
+pub mod frames;
+mod labels;
+mod pipeline;
+pub mod video;
+
+pub use crate::adapter::{DatasetAdapter, FrameSource, Item, Pixels};
+pub use crate::error::{Error, ItemError, Result, Skipped};
+pub use crate::frames::FrameOptions;
+pub use crate::labels::{LABEL_FILE, Labels};
+pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};

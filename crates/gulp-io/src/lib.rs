@@ -40,6 +40,7 @@ mod directory;
 mod error;
 mod mmap;
 mod reader;
+mod recover;
 mod select;
 mod writer;
 
@@ -47,6 +48,7 @@ pub use crate::decode::{ColorMode, FrameDecoder, Image, ZuneDecoder, decode_batc
 pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::reader::{ChunkReader, ReadMode};
+pub use crate::recover::{Recovery, recover};
 pub use crate::select::Selection;
 pub use crate::writer::{ChunkSummary, ChunkWriter, ChunkWriterBuilder};
 pub use gulp_format;

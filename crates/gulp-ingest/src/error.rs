@@ -1,0 +1,147 @@
+//! Errors of an ingest run and of single items.
+
+use std::path::PathBuf;
+
+/// What went wrong with one input item. The run skips the item and reports
+/// it, or stops in strict mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemError {
+    /// The input file the problem is in, when there is one.
+    pub path: Option<PathBuf>,
+    /// What is wrong, in words (with a byte offset or frame index where one
+    /// applies).
+    pub reason: String,
+    /// The problem is not the item's but the machine's (e.g. ffmpeg is not
+    /// installed): the run stops whatever the mode.
+    pub fatal: bool,
+}
+
+impl ItemError {
+    /// A problem with the item.
+    pub fn new(reason: impl Into<String>) -> ItemError {
+        ItemError {
+            path: None,
+            reason: reason.into(),
+            fatal: false,
+        }
+    }
+
+    /// A problem with the item's file `path`.
+    pub fn at(path: impl Into<PathBuf>, reason: impl Into<String>) -> ItemError {
+        ItemError {
+            path: Some(path.into()),
+            reason: reason.into(),
+            fatal: false,
+        }
+    }
+
+    /// Marks the problem as one that stops the whole run.
+    #[must_use]
+    pub fn fatal(mut self) -> ItemError {
+        self.fatal = true;
+        self
+    }
+}
+
+impl std::fmt::Display for ItemError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.path {
+            Some(p) => write!(f, "{}: {}", p.display(), self.reason),
+            None => f.write_str(&self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ItemError {}
+
+/// An item that was not ingested, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Position of the item in the adapter's (unshuffled) order.
+    pub index: usize,
+    /// The item's id.
+    pub id: String,
+    /// Why it was skipped.
+    pub error: ItemError,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "id {:?}: {}", self.id, self.error)
+    }
+}
+
+/// The error type of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing the gulp directory failed.
+    #[error(transparent)]
+    Gulp(#[from] gulp_io::Error),
+    /// A file-system operation on an input or output path failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("reading", "listing", …).
+        op: &'static str,
+        /// The path it was done to.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An input list (CSV, JSON, text) or layout is malformed.
+    #[error("{}: {reason}", path.display())]
+    Input {
+        /// The input file or folder.
+        path: PathBuf,
+        /// What is wrong, with the line or byte offset.
+        reason: String,
+    },
+    /// An item failed in strict mode, or with a problem that stops any run.
+    #[error("item {id:?} (input #{index}): {error}")]
+    Item {
+        /// Position of the item in the adapter's order.
+        index: usize,
+        /// The item's id.
+        id: String,
+        /// What went wrong.
+        error: ItemError,
+    },
+    /// A worker thread panicked; the message is the panic's.
+    #[error("worker {worker} panicked: {message}")]
+    WorkerPanic {
+        /// The worker's name.
+        worker: String,
+        /// The panic message.
+        message: String,
+    },
+    /// Another ingest is writing into the same directory.
+    #[error("{}: another ingest is writing into this directory", path.display())]
+    Locked {
+        /// The output directory.
+        path: PathBuf,
+    },
+    /// Options that cannot work together.
+    #[error("invalid options: {0}")]
+    Options(String),
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn input(path: impl Into<PathBuf>, reason: impl Into<String>) -> Error {
+        Error::Input {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,330 @@
+//! Turning a frame source into JPEG records: validate, decode, resize, encode.
+
+use std::path::Path;
+
+use fast_image_resize::images::Image as FirImage;
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use gulp_io::ColorMode;
+use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
+
+use crate::adapter::{FrameSource, Pixels};
+use crate::error::ItemError;
+use crate::video;
+
+/// How frames are turned into stored JPEGs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameOptions {
+    /// Resize so that the shorter edge has this many pixels (gulpio2's
+    /// `frame_size`/`img_size`); `None` keeps the size.
+    pub short_edge: Option<u32>,
+    /// JPEG quality of encoded frames, 1–100 (gulpio2 uses 90).
+    pub quality: u8,
+    /// Sample videos at this rate (ffmpeg's output `-r`); `None` keeps every
+    /// frame.
+    pub frame_rate: Option<f64>,
+}
+
+impl Default for FrameOptions {
+    fn default() -> FrameOptions {
+        FrameOptions {
+            short_edge: None,
+            quality: 90,
+            frame_rate: None,
+        }
+    }
+}
+
+/// Turns `source` into JPEG frames, giving each one to `sink` as soon as it is
+/// ready (so a long video is never held decoded in memory). Returns what
+/// ffmpeg reported about a video it could still decode, if anything.
+pub fn encode_frames(
+    source: &FrameSource,
+    opts: &FrameOptions,
+    sink: &mut dyn FnMut(Vec<u8>) -> Result<(), ItemError>,
+) -> Result<Option<String>, ItemError> {
+    let mut resizer = Resizer::new();
+    match source {
+        FrameSource::Jpeg(frames) => {
+            for (i, jpeg) in frames.iter().enumerate() {
+                let out = jpeg_frame(jpeg, opts, &mut resizer)
+                    .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?;
+                sink(out)?;
+            }
+        }
+        FrameSource::Pixels(frames) => {
+            for (i, px) in frames.iter().enumerate() {
+                px.check()
+                    .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?;
+                let resized = resize_short_edge(px, opts.short_edge, &mut resizer)
+                    .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?;
+                let px = resized.as_ref().unwrap_or(px);
+                sink(
+                    encode_jpeg(px, opts.quality)
+                        .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?,
+                )?;
+            }
+        }
+        FrameSource::ImageFiles(paths) => {
+            for path in paths {
+                let bytes = std::fs::read(path)
+                    .map_err(|e| ItemError::at(path, format!("cannot read: {e}")))?;
+                let out = if is_jpeg(&bytes) {
+                    jpeg_frame(&bytes, opts, &mut resizer)
+                } else {
+                    decode_image(&bytes).and_then(|px| {
+                        let resized = resize_short_edge(&px, opts.short_edge, &mut resizer)?;
+                        encode_jpeg(resized.as_ref().unwrap_or(&px), opts.quality)
+                    })
+                };
+                sink(out.map_err(|e| ItemError::at(path, e))?)?;
+            }
+        }
+        FrameSource::Video(path) => {
+            return video::decode_video(path, opts.frame_rate, &mut |px: Pixels| {
+                let resized = resize_short_edge(&px, opts.short_edge, &mut resizer)
+                    .map_err(|e| ItemError::at(path, e))?;
+                let jpeg = encode_jpeg(resized.as_ref().unwrap_or(&px), opts.quality)
+                    .map_err(|e| ItemError::at(path, e))?;
+                sink(jpeg)
+            });
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `bytes` start like a JPEG file (SOI marker then another marker).
+pub fn is_jpeg(bytes: &[u8]) -> bool {
+    bytes.len() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF
+}
+
+/// One frame that is already JPEG: checked and stored as it is, or decoded,
+/// resized and re-encoded when its size must change.
+fn jpeg_frame(jpeg: &[u8], opts: &FrameOptions, resizer: &mut Resizer) -> Result<Vec<u8>, String> {
+    let (width, height) = check_jpeg(jpeg)?;
+    let target = opts
+        .short_edge
+        .map(|s| short_edge_size(width, height, s))
+        .filter(|&t| t != (width, height));
+    match target {
+        None => Ok(jpeg.to_vec()),
+        Some(_) => {
+            let px = decode_jpeg(jpeg)?;
+            let resized = resize_short_edge(&px, opts.short_edge, resizer)?;
+            encode_jpeg(resized.as_ref().unwrap_or(&px), opts.quality)
+        }
+    }
+}
+
+/// Checks that `jpeg` is a whole JPEG stream as far as can be told without
+/// decoding it: start-of-image, readable headers, and an end-of-image marker
+/// at the end (trailing zero bytes allowed). Returns width and height.
+pub fn check_jpeg(jpeg: &[u8]) -> Result<(u32, u32), String> {
+    if !is_jpeg(jpeg) {
+        return Err("not a JPEG stream (no start-of-image marker at byte 0)".into());
+    }
+    let end = jpeg.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    if end < 4 || jpeg[end - 2..end] != [0xFF, 0xD9] {
+        return Err(format!(
+            "truncated JPEG: no end-of-image marker at the end ({} bytes)",
+            jpeg.len()
+        ));
+    }
+    let mut decoder =
+        zune_jpeg::JpegDecoder::new(zune_jpeg::zune_core::bytestream::ZCursor::new(jpeg));
+    decoder
+        .decode_headers()
+        .map_err(|e| format!("bad JPEG headers: {e:?}"))?;
+    let (w, h) = decoder
+        .dimensions()
+        .ok_or_else(|| "bad JPEG headers: no frame size".to_string())?;
+    Ok((
+        u32::try_from(w).unwrap_or(u32::MAX),
+        u32::try_from(h).unwrap_or(u32::MAX),
+    ))
+}
+
+fn decode_jpeg(jpeg: &[u8]) -> Result<Pixels, String> {
+    let image = gulp_io::decode_jpeg(jpeg, ColorMode::Auto).map_err(|e| e.to_string())?;
+    Ok(Pixels {
+        width: u32::try_from(image.width).map_err(|_| "image too wide")?,
+        height: u32::try_from(image.height).map_err(|_| "image too high")?,
+        channels: u8::try_from(image.channels).map_err(|_| "too many channels")?,
+        data: image.pixels,
+    })
+}
+
+/// Decodes a non-JPEG image file to RGB or gray: alpha is dropped, palettes
+/// are expanded, 16-bit samples are scaled to 8 bits.
+pub fn decode_image(bytes: &[u8]) -> Result<Pixels, String> {
+    if is_jpeg(bytes) {
+        return decode_jpeg(bytes);
+    }
+    let image = image::load_from_memory(bytes).map_err(|e| format!("cannot decode image: {e}"))?;
+    let (width, height) = (image.width(), image.height());
+    let gray = matches!(
+        image.color(),
+        image::ColorType::L8
+            | image::ColorType::L16
+            | image::ColorType::La8
+            | image::ColorType::La16
+    );
+    let (channels, data) = if gray {
+        (1, image.into_luma8().into_raw())
+    } else {
+        (3, image.into_rgb8().into_raw())
+    };
+    Ok(Pixels {
+        width,
+        height,
+        channels,
+        data,
+    })
+}
+
+/// gulpio2's `resize_by_short_edge` size: the shorter edge becomes `size`,
+/// the other is scaled and truncated; a square counts as "width is shorter".
+pub fn short_edge_size(width: u32, height: u32, size: u32) -> (u32, u32) {
+    let (w, h, s) = (f64::from(width), f64::from(height), f64::from(size));
+    // Python: int(size * w / h); the product is exact, the division rounds
+    // once, int() truncates. The same in f64.
+    let scaled = |a: f64, b: f64| {
+        let v = (s * a / b).trunc();
+        if v >= f64::from(u32::MAX) {
+            u32::MAX
+        } else if v < 1.0 {
+            1
+        } else {
+            // In range and integral: the conversion is exact.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let v = v as u32;
+            v
+        }
+    };
+    if height < width {
+        (scaled(w, h), size)
+    } else {
+        (size, scaled(h, w))
+    }
+}
+
+/// Resizes with Pillow's BILINEAR (a support-scaled triangle filter, so
+/// downscaling is antialiased) when the size must change; `None` when not.
+pub fn resize_short_edge(
+    px: &Pixels,
+    short_edge: Option<u32>,
+    resizer: &mut Resizer,
+) -> Result<Option<Pixels>, String> {
+    let Some(size) = short_edge else {
+        return Ok(None);
+    };
+    let (nw, nh) = short_edge_size(px.width, px.height, size);
+    if (nw, nh) == (px.width, px.height) {
+        return Ok(None);
+    }
+    let pixel_type = if px.channels == 1 {
+        PixelType::U8
+    } else {
+        PixelType::U8x3
+    };
+    let src = fast_image_resize::images::ImageRef::new(px.width, px.height, &px.data, pixel_type)
+        .map_err(|e| format!("resize: {e}"))?;
+    let mut dst = FirImage::new(nw, nh, pixel_type);
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    resizer
+        .resize(&src, &mut dst, &options)
+        .map_err(|e| format!("resize to {nw}x{nh}: {e}"))?;
+    Ok(Some(Pixels {
+        width: nw,
+        height: nh,
+        channels: px.channels,
+        data: dst.into_vec(),
+    }))
+}
+
+/// Encodes as gulpio2 does: baseline JPEG, 4:4:4 (no chroma subsampling),
+/// gray images as one-component JPEGs.
+pub fn encode_jpeg(px: &Pixels, quality: u8) -> Result<Vec<u8>, String> {
+    let w = u16::try_from(px.width)
+        .map_err(|_| format!("{} pixels wide: JPEG allows 65535", px.width))?;
+    let h = u16::try_from(px.height)
+        .map_err(|_| format!("{} pixels high: JPEG allows 65535", px.height))?;
+    let color = if px.channels == 1 {
+        ColorType::Luma
+    } else {
+        ColorType::Rgb
+    };
+    let mut out = Vec::with_capacity(px.data.len() / 8 + 1024);
+    let mut encoder = Encoder::new(&mut out, quality.clamp(1, 100));
+    encoder.set_sampling_factor(SamplingFactor::F_1_1);
+    encoder
+        .encode(&px.data, w, h, color)
+        .map_err(|e| format!("JPEG encoding: {e}"))?;
+    Ok(out)
+}
+
+/// Whether a path has an image extension the image adapters pick up.
+pub fn is_image_path(path: &Path) -> bool {
+    has_extension(path, IMAGE_EXTENSIONS)
+}
+
+/// Whether a path has a video extension the video adapters pick up.
+pub fn is_video_path(path: &Path) -> bool {
+    has_extension(path, VIDEO_EXTENSIONS)
+}
+
+/// Image file extensions (compared without case).
+pub const IMAGE_EXTENSIONS: &[&str] = &[
+    "jpg", "jpeg", "jpe", "png", "bmp", "gif", "tif", "tiff", "webp",
+];
+
+/// Video file extensions (compared without case).
+pub const VIDEO_EXTENSIONS: &[&str] = &[
+    "mp4", "webm", "mkv", "avi", "mov", "m4v", "ogv", "ogg", "mpg", "mpeg", "flv", "wmv", "3gp",
+    "ts",
+];
+
+fn has_extension(path: &Path, list: &[&str]) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| list.iter().any(|x| x.eq_ignore_ascii_case(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_edge_matches_gulpio2() {
+        // gulpio2's unit test: (6,10) -> (3,5) and (10,6) -> (5,3) with size 3
+        // (PIL sizes are (w, h)).
+        assert_eq!(short_edge_size(6, 10, 3), (3, 5));
+        assert_eq!(short_edge_size(10, 6, 3), (5, 3));
+        assert_eq!(short_edge_size(100, 100, 50), (50, 50));
+        // int(256 * 176 / 100) = 450
+        assert_eq!(short_edge_size(176, 100, 256), (450, 256));
+        // int(256 * 427 / 240) = int(455.466..) = 455
+        assert_eq!(short_edge_size(427, 240, 256), (455, 256));
+    }
+
+    #[test]
+    fn encode_then_check() {
+        let px = Pixels {
+            width: 9,
+            height: 5,
+            channels: 3,
+            data: (0..135u8).collect(),
+        };
+        let jpeg = encode_jpeg(&px, 90).unwrap();
+        assert_eq!(check_jpeg(&jpeg).unwrap(), (9, 5));
+        assert!(
+            check_jpeg(&jpeg[..jpeg.len() - 1])
+                .unwrap_err()
+                .contains("truncated")
+        );
+        let mut padded = jpeg.clone();
+        padded.extend([0, 0]);
+        assert_eq!(check_jpeg(&padded).unwrap(), (9, 5));
+        let back = decode_jpeg(&jpeg).unwrap();
+        assert_eq!((back.width, back.height, back.channels), (9, 5, 3));
+    }
+}

@@ -1,0 +1,579 @@
+//! The ingest pipeline: a producer, worker threads and an in-order writer.
+//!
+//! ```text
+//!  producer ──jobs (bounded)──▶ worker 0..N ──results (bounded)──▶ writer
+//!     ▲                         decode/resize/encode                 │
+//!     └──────────────── credits (one per item in flight) ◀───────────┘
+//! ```
+//!
+//! The producer hands out items in input order, one per credit; the writer
+//! puts results back in that order, fills chunks of `items_per_chunk` and
+//! returns a credit for each item it has written. So at most `window` items
+//! are in flight whatever the number or length of the inputs, and the output
+//! is the same for any number of workers.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use gulp_format::{MetaFormat, Value};
+use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
+
+use crate::adapter::DatasetAdapter;
+use crate::error::{Error, ItemError, Result, Skipped};
+use crate::frames::{FrameOptions, encode_frames};
+
+/// How much encoded frame data the items in flight may hold in memory in
+/// all; an item beyond its share spills to an unnamed temporary file.
+const MEMORY_BUDGET: usize = 128 << 20;
+
+/// Options of an ingest run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestOptions {
+    /// Items per chunk (gulpio2's `videos_per_chunk`), at least 1.
+    pub items_per_chunk: usize,
+    /// Worker threads that decode, resize and encode, at least 1.
+    pub workers: usize,
+    /// Resize, JPEG quality and video frame rate.
+    pub frames: FrameOptions,
+    /// The meta format of new chunks.
+    pub meta_format: MetaFormat,
+    /// Stop at the first item that fails instead of skipping it.
+    pub strict: bool,
+    /// Shuffle the items with this seed before chunking.
+    pub shuffle_seed: Option<u64>,
+    /// Sync files and directory on every commit (on unless the output is
+    /// throw-away).
+    pub fsync: bool,
+}
+
+impl Default for IngestOptions {
+    fn default() -> IngestOptions {
+        IngestOptions {
+            items_per_chunk: 100,
+            workers: thread::available_parallelism().map_or(1, usize::from),
+            frames: FrameOptions::default(),
+            meta_format: MetaFormat::Json,
+            strict: false,
+            shuffle_seed: None,
+            fsync: true,
+        }
+    }
+}
+
+/// Where a run is, given to the progress callback after every item.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Items to do in this run (after skipping ids already present).
+    pub items_total: usize,
+    /// Items done (written or skipped).
+    pub items_done: usize,
+    /// Items skipped because they failed.
+    pub items_failed: usize,
+    /// Frames written.
+    pub frames: u64,
+    /// JPEG bytes written (without padding).
+    pub bytes: u64,
+    /// Chunks committed.
+    pub chunks: usize,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IngestReport {
+    /// Items written.
+    pub items: usize,
+    /// Frames written.
+    pub frames: u64,
+    /// JPEG bytes written (without padding).
+    pub bytes: u64,
+    /// The chunk numbers committed, in order.
+    pub chunks: Vec<u64>,
+    /// Items not written because they failed, or repeated an id of the input.
+    pub skipped: Vec<Skipped>,
+    /// Items written although ffmpeg reported errors while decoding them.
+    pub warnings: Vec<Skipped>,
+    /// Items whose id was already in the directory (a resumed or extended
+    /// run), left as they are.
+    pub already_present: usize,
+    /// What was cleaned up from an interrupted earlier run.
+    pub recovered: Vec<Recovery>,
+    /// The label file written, if the adapter has labels.
+    pub label_file: Option<PathBuf>,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+/// Ingests every item of `adapter` into `output` (created if missing).
+///
+/// Ids already in `output` are skipped, and new chunks are numbered after the
+/// highest one there, so running the same ingest again after an interruption
+/// finishes it with every id exactly once. A chunk becomes visible only when
+/// complete; an error leaves the chunks committed so far and nothing else.
+pub fn ingest(
+    adapter: &dyn DatasetAdapter,
+    output: &Path,
+    opts: &IngestOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<IngestReport> {
+    let start = Instant::now();
+    if opts.items_per_chunk == 0 {
+        return Err(Error::Options("items per chunk must be at least 1".into()));
+    }
+    if opts.workers == 0 {
+        return Err(Error::Options(
+            "the number of workers must be at least 1".into(),
+        ));
+    }
+    fs::create_dir_all(output).map_err(|e| Error::io("creating", output, e))?;
+    let _lock = lock(output)?;
+    let mut report = IngestReport {
+        recovered: gulp_io::recover(output)?,
+        ..IngestReport::default()
+    };
+    let gulp = GulpDirectory::open(output)?;
+    let existing: HashSet<&str> = gulp.ids().collect();
+
+    let mut order: Vec<usize> = (0..adapter.len()).collect();
+    if let Some(seed) = opts.shuffle_seed {
+        fastrand::Rng::with_seed(seed).shuffle(&mut order);
+    }
+    let mut todo = Vec::with_capacity(order.len());
+    let mut first_seen: HashMap<String, usize> = HashMap::new();
+    for index in order {
+        let id = adapter.id(index);
+        if existing.contains(id.as_str()) {
+            report.already_present += 1;
+        } else if let Some(&first) = first_seen.get(&id) {
+            report.skipped.push(Skipped {
+                index,
+                id,
+                error: ItemError::new(format!(
+                    "id repeated in the input (first at input #{first})"
+                )),
+            });
+        } else {
+            first_seen.insert(id.clone(), index);
+            todo.push((index, id));
+        }
+    }
+    drop(first_seen);
+    if opts.strict
+        && let Some(dup) = report.skipped.first()
+    {
+        return Err(Error::Item {
+            index: dup.index,
+            id: dup.id.clone(),
+            error: dup.error.clone(),
+        });
+    }
+    if let Some(labels) = adapter.labels() {
+        report.label_file = Some(labels.write(output)?);
+    }
+
+    let mut frames_opts = opts.frames;
+    if frames_opts.frame_rate.is_none() {
+        frames_opts.frame_rate = adapter.default_frame_rate();
+    }
+    let state = Run {
+        adapter,
+        output,
+        opts,
+        frames: frames_opts,
+    };
+    let next_chunk = gulp.next_chunk_number();
+    drop(existing);
+    drop(gulp);
+    state.run(todo, next_chunk, &mut report, progress)?;
+    report.elapsed = start.elapsed();
+    Ok(report)
+}
+
+/// Takes an exclusive lock on the output directory itself for the run, so
+/// two ingests never write into one directory (released on drop, and by the
+/// OS if the process dies; no lock file is left behind).
+fn lock(output: &Path) -> Result<File> {
+    let dir = File::open(output).map_err(|e| Error::io("opening", output, e))?;
+    match dir.try_lock() {
+        Ok(()) => Ok(dir),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked {
+            path: output.to_owned(),
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io("locking", output, e)),
+    }
+}
+
+struct Run<'a> {
+    adapter: &'a dyn DatasetAdapter,
+    output: &'a Path,
+    opts: &'a IngestOptions,
+    frames: FrameOptions,
+}
+
+/// A worker's answer for one item.
+struct Outcome {
+    seq: usize,
+    index: usize,
+    id: String,
+    result: std::result::Result<Encoded, Failure>,
+}
+
+enum Failure {
+    Item(ItemError),
+    Panic { worker: String, message: String },
+}
+
+struct Encoded {
+    meta: Value,
+    frames: FrameBuffer,
+    warning: Option<String>,
+}
+
+impl Run<'_> {
+    fn run(
+        &self,
+        todo: Vec<(usize, String)>,
+        mut next_chunk: u64,
+        report: &mut IngestReport,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        let workers = self.opts.workers;
+        let window = workers * 2 + 2;
+        let per_item_memory = (MEMORY_BUDGET / window).max(1 << 20);
+        let (job_tx, job_rx) = bounded::<(usize, usize, String)>(workers);
+        let (out_tx, out_rx) = bounded::<Outcome>(window);
+        let (credit_tx, credit_rx) = bounded::<()>(window);
+        for _ in 0..window {
+            let _ = credit_tx.send(());
+        }
+        let stop = AtomicBool::new(false);
+        let mut status = Progress {
+            items_total: todo.len(),
+            ..Progress::default()
+        };
+        progress(&status);
+
+        thread::scope(|scope| -> Result<()> {
+            let stop = &stop;
+            thread::Builder::new()
+                .name("gulp-ingest-producer".into())
+                .spawn_scoped(scope, move || {
+                    for (seq, (index, id)) in todo.into_iter().enumerate() {
+                        if credit_rx.recv().is_err()
+                            || stop.load(Ordering::Relaxed)
+                            || job_tx.send((seq, index, id)).is_err()
+                        {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| Error::io("starting a thread", self.output, e))?;
+            for k in 0..workers {
+                let jobs = job_rx.clone();
+                let out = out_tx.clone();
+                let name = format!("gulp-ingest-worker-{k}");
+                let run = self;
+                thread::Builder::new()
+                    .name(name.clone())
+                    .spawn_scoped(scope, move || {
+                        run.worker(&name, &jobs, &out, stop, per_item_memory);
+                    })
+                    .map_err(|e| Error::io("starting a thread", self.output, e))?;
+            }
+            drop(job_rx);
+            drop(out_tx);
+            let result = self.write_in_order(
+                &out_rx,
+                &credit_tx,
+                &mut next_chunk,
+                report,
+                &mut status,
+                progress,
+            );
+            stop.store(true, Ordering::Relaxed);
+            // Unblock everyone: no more credits, no more results taken.
+            drop(credit_tx);
+            drop(out_rx);
+            result
+        })
+    }
+
+    fn worker(
+        &self,
+        name: &str,
+        jobs: &Receiver<(usize, usize, String)>,
+        out: &Sender<Outcome>,
+        stop: &AtomicBool,
+        memory: usize,
+    ) {
+        while let Ok((seq, index, id)) = jobs.recv() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let result = catch_unwind(AssertUnwindSafe(|| self.encode(index, memory)));
+            let result = match result {
+                Ok(Ok(encoded)) => Ok(encoded),
+                Ok(Err(e)) => Err(Failure::Item(e)),
+                Err(panic) => Err(Failure::Panic {
+                    worker: name.to_owned(),
+                    message: panic_message(panic.as_ref()),
+                }),
+            };
+            if out
+                .send(Outcome {
+                    seq,
+                    index,
+                    id,
+                    result,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    fn encode(&self, index: usize, memory: usize) -> std::result::Result<Encoded, ItemError> {
+        let item = self.adapter.item(index)?;
+        let mut frames = FrameBuffer::new(self.output, memory);
+        let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| {
+            frames.push(jpeg).map_err(|e| {
+                ItemError::new(format!("spilling frames to a temporary file: {e}")).fatal()
+            })
+        })?;
+        if frames.len() == 0 {
+            return Err(ItemError::new("no frames"));
+        }
+        Ok(Encoded {
+            meta: item.meta,
+            frames,
+            warning,
+        })
+    }
+
+    fn write_in_order(
+        &self,
+        results: &Receiver<Outcome>,
+        credits: &Sender<()>,
+        next_chunk: &mut u64,
+        report: &mut IngestReport,
+        status: &mut Progress,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
+        let mut pending: BTreeMap<usize, Outcome> = BTreeMap::new();
+        let mut next = 0usize;
+        let mut chunk: Option<ChunkWriter> = None;
+        let mut in_chunk = 0usize;
+        for outcome in results {
+            pending.insert(outcome.seq, outcome);
+            while let Some(outcome) = pending.remove(&next) {
+                next += 1;
+                self.write_one(
+                    outcome,
+                    &mut chunk,
+                    &mut in_chunk,
+                    next_chunk,
+                    report,
+                    status,
+                )?;
+                progress(status);
+                let _ = credits.send(());
+            }
+        }
+        if next != status.items_total {
+            // Workers stopped early without an error reaching us: only a
+            // failed thread start can do that.
+            return Err(Error::Options(format!(
+                "the pipeline stopped after {next} of {} items",
+                status.items_total
+            )));
+        }
+        if let Some(writer) = chunk.take() {
+            let summary = writer.finish()?;
+            report.chunks.push(summary.chunk);
+            status.chunks += 1;
+            progress(status);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_one(
+        &self,
+        outcome: Outcome,
+        chunk: &mut Option<ChunkWriter>,
+        in_chunk: &mut usize,
+        next_chunk: &mut u64,
+        report: &mut IngestReport,
+        status: &mut Progress,
+    ) -> Result<()> {
+        status.items_done += 1;
+        let Outcome {
+            index, id, result, ..
+        } = outcome;
+        let encoded = match result {
+            Ok(e) => e,
+            Err(Failure::Panic { worker, message }) => {
+                return Err(Error::WorkerPanic { worker, message });
+            }
+            Err(Failure::Item(error)) => {
+                if error.fatal || self.opts.strict {
+                    return Err(Error::Item { index, id, error });
+                }
+                status.items_failed += 1;
+                report.skipped.push(Skipped { index, id, error });
+                return Ok(());
+            }
+        };
+        let writer = match chunk {
+            Some(w) => w,
+            None => {
+                let w = ChunkWriter::builder()
+                    .meta_format(self.opts.meta_format)
+                    .fsync(self.opts.fsync)
+                    .create(self.output, *next_chunk)?;
+                *next_chunk += 1;
+                chunk.insert(w)
+            }
+        };
+        let Encoded {
+            meta,
+            mut frames,
+            warning,
+        } = encoded;
+        let n = frames.len() as u64;
+        let bytes = frames.bytes;
+        frames.append_to(writer, &id, meta).map_err(|e| match e {
+            AppendError::Gulp(e) => Error::from(e),
+            AppendError::Spill(e) => Error::io("reading back spilled frames of", self.output, e),
+        })?;
+        if let Some(message) = warning {
+            report.warnings.push(Skipped {
+                index,
+                id,
+                error: ItemError::new(format!("ffmpeg reported: {message}")),
+            });
+        }
+        report.items += 1;
+        report.frames += n;
+        report.bytes += bytes;
+        status.frames += n;
+        status.bytes += bytes;
+        *in_chunk += 1;
+        if *in_chunk == self.opts.items_per_chunk {
+            *in_chunk = 0;
+            if let Some(w) = chunk.take() {
+                let summary = w.finish()?;
+                report.chunks.push(summary.chunk);
+                status.chunks += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".into()
+    }
+}
+
+/// An item's encoded frames: in memory up to a limit, then in an unnamed
+/// temporary file in the output directory (never visible, gone when closed).
+struct FrameBuffer {
+    dir: PathBuf,
+    limit: usize,
+    memory: Vec<Vec<u8>>,
+    in_memory: usize,
+    spill: Option<(File, Vec<u64>)>,
+    bytes: u64,
+}
+
+enum AppendError {
+    Gulp(gulp_io::Error),
+    Spill(io::Error),
+}
+
+impl FrameBuffer {
+    fn new(dir: &Path, limit: usize) -> FrameBuffer {
+        FrameBuffer {
+            dir: dir.to_owned(),
+            limit,
+            memory: Vec::new(),
+            in_memory: 0,
+            spill: None,
+            bytes: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.memory.len() + self.spill.as_ref().map_or(0, |(_, lens)| lens.len())
+    }
+
+    fn push(&mut self, jpeg: Vec<u8>) -> io::Result<()> {
+        self.bytes += jpeg.len() as u64;
+        if self.spill.is_none() && self.in_memory + jpeg.len() <= self.limit {
+            self.in_memory += jpeg.len();
+            self.memory.push(jpeg);
+            return Ok(());
+        }
+        if self.spill.is_none() {
+            self.spill = Some((tempfile::tempfile_in(&self.dir)?, Vec::new()));
+        }
+        if let Some((file, lens)) = self.spill.as_mut() {
+            file.write_all(&jpeg)?;
+            lens.push(jpeg.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Appends the item to `writer`: the in-memory frames, then the spilled
+    /// ones read back one at a time.
+    fn append_to(
+        &mut self,
+        writer: &mut ChunkWriter,
+        id: &str,
+        meta: Value,
+    ) -> std::result::Result<(), AppendError> {
+        let memory = std::mem::take(&mut self.memory);
+        let Some((mut file, lens)) = self.spill.take() else {
+            return writer.append(id, meta, memory).map_err(AppendError::Gulp);
+        };
+        file.seek(SeekFrom::Start(0)).map_err(AppendError::Spill)?;
+        let mut reader = BufReader::new(file);
+        let mut failed: Option<io::Error> = None;
+        let spilled = lens.iter().map_while(|&len| {
+            let mut buf = Vec::new();
+            match (&mut reader).take(len).read_to_end(&mut buf) {
+                Ok(n) if n as u64 == len => Some(buf),
+                Ok(_) => {
+                    failed = Some(io::Error::from(io::ErrorKind::UnexpectedEof));
+                    None
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    None
+                }
+            }
+        });
+        writer
+            .append(id, meta, memory.into_iter().chain(spilled))
+            .map_err(AppendError::Gulp)?;
+        match failed {
+            // The chunk now holds part of the item: the caller drops the
+            // writer, which discards the whole chunk.
+            Some(e) => Err(AppendError::Spill(e)),
+            None => Ok(()),
+        }
+    }
+}
