@@ -1,0 +1,137 @@
+//! gulpio2's own integration scenario (system_tests.py), with the real ffmpeg.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use gulp_ingest::adapters::Dataset;
+use gulp_ingest::{IngestOptions, ingest, video};
+use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
+
+fn videos_json(path: &Path, n: usize) {
+    let items: Vec<String> = (0..n)
+        .map(|i| format!("{{\"id\": \"{i}\", \"template\": \"ANY_{i}\"}}"))
+        .collect();
+    fs::write(path, format!("[{}]", items.join(", "))).unwrap();
+}
+
+fn all_pixels(gulp: &GulpDirectory, id: &str, sel: &str) -> Vec<Vec<u8>> {
+    gulp.frames(id, &Selection::parse(sel).unwrap())
+        .unwrap()
+        .iter()
+        .map(|f| decode_jpeg(f, ColorMode::Auto).unwrap().pixels)
+        .collect()
+}
+
+#[test]
+fn gulpio2_integration_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = common::black_white_video(tmp.path());
+    let videos = tmp.path().join("videos");
+    for i in 0..25 {
+        let d = videos.join(i.to_string());
+        fs::create_dir_all(&d).unwrap();
+        fs::copy(&source, d.join(format!("source_{i}.mp4"))).unwrap();
+    }
+    let json = tmp.path().join("videos.json");
+    videos_json(&json, 23);
+    let out = tmp.path().join("out");
+    let opts = IngestOptions {
+        items_per_chunk: 10,
+        workers: 2,
+        ..IngestOptions::default()
+    };
+    let adapter = Dataset::twenty_bn_json(&json, &videos, &out, "template").unwrap();
+    let report = ingest(&adapter, &out, &opts, &mut |_| {}).unwrap();
+    assert_eq!(report.items, 23);
+    assert_eq!(report.frames, 23 * 80);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(report.chunks, vec![0, 1, 2]);
+
+    // The same files as gulpio2 writes; label2idx.json byte-for-byte the
+    // same size (302 bytes in gulpio2's test).
+    assert_eq!(
+        common::names(&out),
+        ["data_0.gulp", "data_1.gulp", "data_2.gulp", "label2idx.json", "meta_0.gmeta", "meta_1.gmeta", "meta_2.gmeta"]
+    );
+    assert_eq!(fs::metadata(out.join("label2idx.json")).unwrap().len(), 302);
+
+    let gulp = GulpDirectory::open(&out).unwrap();
+    // Same ids per chunk as gulpio2: slices [0:10], [10:20], [20:23].
+    for (chunk, ids) in [(0, 0..10), (1, 10..20), (2, 20..23)] {
+        let want: Vec<String> = ids.map(|i| i.to_string()).collect();
+        let got: Vec<String> = gulp.reader(chunk).unwrap().meta().ids().map(str::to_owned).collect();
+        assert_eq!(got, want, "chunk {chunk}");
+    }
+    let meta = gulp.meta_data("7").unwrap();
+    assert_eq!(meta.get("label").and_then(|v| v.as_str()), Some("ANY_7"));
+    assert_eq!(meta.get("id").and_then(|v| v.as_str()), Some("7"));
+    // Labels sorted as strings: ANY_0, ANY_1, ANY_10..ANY_19, ANY_2, ANY_20,
+    // ANY_21, ANY_22, ANY_3, ..., ANY_7 = 20.
+    assert_eq!(meta.get("idx").and_then(|v| v.as_i64()), Some(20));
+
+    // Pixel-exact black/white alternation (gulpio2: assert_array_equal).
+    let frames = all_pixels(&gulp, "0", ":");
+    assert_eq!(frames.len(), 80);
+    for (i, f) in frames.iter().enumerate() {
+        let want = if i % 2 == 0 { 0 } else { 255 };
+        assert!(f.iter().all(|&p| p == want), "frame {i} of id 0 is not {want}");
+        assert_eq!(f.len(), 100 * 100 * 3);
+    }
+    assert!(all_pixels(&gulp, "11", "0::2").iter().all(|f| f.iter().all(|&p| p == 0)));
+    assert!(all_pixels(&gulp, "21", "1::2").iter().all(|f| f.iter().all(|&p| p == 255)));
+    drop(gulp);
+
+    // Extension with ids 23 and 24: a new chunk 3, label2idx.json grows to
+    // 330 bytes (as in gulpio2) and keeps the old indices.
+    let before = fs::read_to_string(out.join("label2idx.json")).unwrap();
+    videos_json(&json, 25);
+    let adapter = Dataset::twenty_bn_json(&json, &videos, &out, "template").unwrap();
+    let report = ingest(&adapter, &out, &opts, &mut |_| {}).unwrap();
+    assert_eq!((report.items, report.already_present), (2, 23));
+    assert_eq!(report.chunks, vec![3]);
+    let after = fs::read_to_string(out.join("label2idx.json")).unwrap();
+    assert_eq!(after.len(), 330);
+    assert!(after.starts_with(before.trim_end_matches('}')));
+    assert!(after.ends_with(", \"ANY_23\": 23, \"ANY_24\": 24}"));
+    let gulp = GulpDirectory::open(&out).unwrap();
+    assert_eq!(gulp.len(), 25);
+    assert_eq!(gulp.chunk_of("24").unwrap().chunk, 3);
+    assert_eq!(all_pixels(&gulp, "23", ":").len(), 80);
+
+    // A third run finds nothing to do and writes nothing.
+    let report = ingest(&adapter, &out, &opts, &mut |_| {}).unwrap();
+    assert_eq!((report.items, report.already_present), (0, 25));
+    assert!(report.chunks.is_empty());
+}
+
+/// The frame count at a rate equals what gulpio2's burst command gives.
+#[test]
+fn frame_count_matches_gulpio2_burst() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bw = common::black_white_video(tmp.path());
+    let pattern = tmp.path().join("pattern.webm");
+    common::test_video(&pattern, "64x48", 25, 3.3);
+    for (video, rate) in [(&bw, Some(8.0)), (&bw, Some(5.0)), (&bw, None), (&pattern, Some(8.0)), (&pattern, Some(12.5)), (&pattern, None)] {
+        let burst = tempfile::tempdir().unwrap();
+        let target = burst.path().join("%010d.jpg");
+        let mut args = vec!["-i", video.to_str().unwrap()];
+        let rate_text = rate.map(|r: f64| r.to_string());
+        if let Some(r) = &rate_text {
+            args.extend(["-r", r.as_str()]);
+        }
+        args.extend(["-q:v", "1", "-f", "image2", target.to_str().unwrap()]);
+        common::ffmpeg(&args);
+        let bursted = fs::read_dir(burst.path()).unwrap().count();
+        let mut decoded = 0;
+        video::decode_video(video, rate, &mut |_| {
+            decoded += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(decoded, bursted, "{} at {rate:?}", video.display());
+        assert!(decoded > 0);
+    }
+}
