@@ -414,9 +414,17 @@ impl ChunkChecker<'_> {
         match read_meta(&bytes) {
             Ok(meta) => Some(meta),
             Err(e) => {
+                use gulp_format::ErrorKind as E;
                 let kind = match e.kind() {
-                    gulp_format::ErrorKind::Fingerprint { .. } => ProblemKind::Fingerprint,
+                    E::Fingerprint { .. } => ProblemKind::Fingerprint,
                     _ => ProblemKind::MetaUnreadable,
+                };
+                // The id and offset are shown by the problem's location.
+                let message = match e.kind() {
+                    E::Json { reason, .. } => format!("invalid JSON meta: {reason}"),
+                    E::Msgpack { reason, .. } => format!("invalid msgpack meta: {reason}"),
+                    E::Item { reason, .. } => format!("invalid meta: {reason}"),
+                    _ => e.to_string(),
                 };
                 let problem = Problem {
                     kind,
@@ -424,7 +432,7 @@ impl ChunkChecker<'_> {
                     id: e.id().map(str::to_owned),
                     frame: None,
                     offset: e.offset(),
-                    message: e.to_string(),
+                    message,
                 };
                 self.push(problem);
                 None
