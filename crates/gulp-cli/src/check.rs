@@ -1,9 +1,9 @@
 //! The checks behind `gulp check`: every way a gulp directory can be damaged,
 //! each reported as a [`Problem`] that says where.
 //!
-//! gulpio2's `gulp2_sanity_check` runs four checks (`docs/format.md` and the
-//! reference's §4): empty meta files, empty data files, data file size
-//! against the meta, duplicate ids. Through its CLI two of them can never
+//! gulpio2's `gulp2_sanity_check` runs four checks (`sanity_utils.py`): empty
+//! meta files, empty data files, data file size against the meta, duplicate
+//! ids. Through its CLI two of them can never
 //! fire (opening the directory fails first), the size check crashes on an
 //! empty chunk and gives a false failure when an id was appended twice. Here
 //! the directory is not opened as a whole: each chunk's files are listed and

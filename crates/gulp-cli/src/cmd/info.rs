@@ -93,7 +93,11 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
         .map(|(name, n)| format!("{name}: {n}"))
         .collect();
     writeln!(out, "directory   {}", info.dir)?;
-    writeln!(out, "chunks      {} ({})", info.chunks, formats.join(", "))?;
+    if formats.is_empty() {
+        writeln!(out, "chunks      {}", info.chunks)?;
+    } else {
+        writeln!(out, "chunks      {} ({})", info.chunks, formats.join(", "))?;
+    }
     writeln!(out, "items       {}", info.items)?;
     writeln!(out, "frames      {}", info.frames)?;
     writeln!(
