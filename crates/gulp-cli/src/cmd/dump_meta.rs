@@ -51,21 +51,20 @@ pub fn run(args: &DumpMetaArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The item `id`, which must be in one of the chunks at `indices`.
+/// The item `id`, in the chunk at `indices[0]` if a chunk was asked for.
 fn item_in<'g>(
     gulp: &'g GulpDirectory,
     indices: &[usize],
     chunk: Option<u64>,
     id: &str,
 ) -> Result<&'g ItemMeta> {
-    for &index in indices {
-        if let Some(item) = gulp.reader(index)?.meta().get(id) {
-            return Ok(item);
-        }
-    }
-    match chunk {
-        Some(n) if gulp.contains(id) => bail!("id {id:?} is not in chunk {n}"),
-        _ => bail!("no item with id {id:?} in {}", gulp.path().display()),
+    let (Some(n), Some(&index)) = (chunk, indices.first()) else {
+        return Ok(gulp.item(id)?);
+    };
+    match gulp.reader(index)?.meta().get(id) {
+        Some(item) => Ok(item),
+        None if gulp.contains(id) => bail!("id {id:?} is not in chunk {n}"),
+        None => Ok(gulp.item(id)?),
     }
 }
 
