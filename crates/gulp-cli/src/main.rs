@@ -1,2 +1,92 @@
-//! The `gulp` command.
-fn main() {}
+//! The `gulp` command: check, inspect, convert and read gulp directories.
+//!
+//! `main` parses the command line, runs one subcommand and turns its outcome
+//! into an exit status: 0 success, 1 problems found (`gulp check`), 2 an
+//! error, printed as `gulp: error: ...` with its causes. A closed stdout (as
+//! in `gulp dump-meta DIR | head`) ends the program quietly with status 0.
+#![forbid(unsafe_code)]
+
+mod check;
+mod cli;
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::Cli;
+
+/// How a command ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Everything fine (exit 0).
+    Success,
+    /// The command ran, and found problems to report (exit 1).
+    ProblemsFound,
+}
+
+const EXIT_PROBLEMS: u8 = 1;
+const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    // clap prints usage errors itself and exits with status 2.
+    let cli = Cli::parse();
+    match cmd::run(cli.command) {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::ProblemsFound) => ExitCode::from(EXIT_PROBLEMS),
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("gulp: error: {}", error_chain(&err));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Whether the error is a write to a closed pipe, which is how a reader such
+/// as `head` says it has seen enough: not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The error and its causes, `: `-separated. Some errors of the library
+/// crates already include their cause's text in their own message; such a
+/// cause is not repeated.
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut message = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    use super::*;
+
+    #[test]
+    fn error_chain_does_not_repeat_causes() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = anyhow::Error::new(io).context("reading x: no such file");
+        assert_eq!(error_chain(&err), "reading x: no such file");
+        let err: anyhow::Result<()> = Err(anyhow::anyhow!("inner")).context("outer");
+        assert_eq!(error_chain(&err.unwrap_err()), "outer: inner");
+    }
+
+    #[test]
+    fn broken_pipe_is_recognised_through_context() {
+        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let err = anyhow::Error::new(io).context("writing to stdout");
+        assert!(is_broken_pipe(&err));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+    }
+}

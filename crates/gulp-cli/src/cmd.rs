@@ -1,0 +1,68 @@
+//! The subcommands, one module each, and what they share.
+
+mod bench;
+mod check;
+mod convert;
+mod dump_meta;
+mod extract;
+mod info;
+
+use std::io::{BufWriter, StdoutLock, Write};
+use std::num::NonZeroUsize;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use gulp_io::GulpDirectory;
+
+use crate::Outcome;
+use crate::cli::Command;
+
+/// Runs one subcommand.
+pub fn run(command: Command) -> Result<Outcome> {
+    match command {
+        // `Command::Ingest(args) => ingest::run(&args)` goes here.
+        Command::Check(args) => check::run(&args),
+        Command::DumpMeta(args) => dump_meta::run(&args),
+        Command::Info(args) => info::run(&args),
+        Command::Convert(args) => convert::run(&args),
+        Command::Extract(args) => extract::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    }
+}
+
+/// Buffered standard output. Write errors are returned, not panicked on, so
+/// that a closed pipe ends the program quietly (see `main`).
+fn stdout() -> BufWriter<StdoutLock<'static>> {
+    BufWriter::new(std::io::stdout().lock())
+}
+
+/// Writes `value` as pretty JSON and a newline.
+fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The thread count: as asked, or one per core.
+fn threads(asked: Option<NonZeroUsize>) -> usize {
+    asked
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, NonZeroUsize::get)
+}
+
+/// Opens a gulp directory, saying which one on failure.
+fn open_dir(dir: &Path) -> Result<GulpDirectory> {
+    GulpDirectory::open(dir)
+        .with_context(|| format!("cannot open gulp directory {}", dir.display()))
+}
+
+/// A progress counter on stderr, drawn only when stderr is a terminal.
+fn progress(what: &'static str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    let style = indicatif::ProgressStyle::with_template("{spinner} {human_pos} {msg} {per_sec}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_message(what);
+    bar
+}

@@ -1,0 +1,66 @@
+//! `gulp check`: run every check and list the problems.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::Outcome;
+use crate::check::{Options, Report, check_directory};
+use crate::cli::CheckArgs;
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    dir: String,
+    clean: bool,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+pub fn run(args: &CheckArgs) -> Result<Outcome> {
+    let options = Options {
+        decode: args.decode,
+        threads: super::threads(None),
+    };
+    let bar = super::progress("frames checked");
+    let report = check_directory(&args.dir, options, &|n| bar.inc(n))
+        .with_context(|| format!("cannot read directory {}", args.dir.display()))?;
+    bar.finish_and_clear();
+
+    let mut out = super::stdout();
+    if args.json {
+        let json = JsonReport {
+            dir: args.dir.to_string_lossy().into_owned(),
+            clean: report.is_clean(),
+            report: &report,
+        };
+        super::write_json(&mut out, &json)?;
+    } else {
+        for problem in &report.problems {
+            writeln!(out, "{problem}")?;
+        }
+        write!(
+            out,
+            "{}: {} chunks, {} items, {} frames, {} bytes",
+            args.dir.display(),
+            report.chunks,
+            report.items,
+            report.frames,
+            report.bytes
+        )?;
+        if args.decode {
+            write!(out, ", {} frames decoded", report.decoded)?;
+        }
+        match report.problems.len() {
+            0 => writeln!(out, ": no problems found")?,
+            1 => writeln!(out, ": 1 problem")?,
+            n => writeln!(out, ": {n} problems")?,
+        }
+        out.flush()?;
+    }
+    Ok(if report.is_clean() {
+        Outcome::Success
+    } else {
+        Outcome::ProblemsFound
+    })
+}

@@ -1,0 +1,178 @@
+//! `gulp info`: a summary of a gulp directory.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use gulp_format::{JsonSerializer, MetaFormat, Value};
+use serde::Serialize;
+
+use crate::Outcome;
+use crate::cli::InfoArgs;
+
+/// Name of the label file some GulpIO adapters write.
+const LABEL_FILE: &str = "label2idx.json";
+
+#[derive(Debug, Serialize)]
+struct Info {
+    dir: String,
+    chunks: usize,
+    items: usize,
+    frames: usize,
+    /// Total size of the data files.
+    bytes: u64,
+    /// Meta format name -> number of chunks.
+    meta_formats: BTreeMap<&'static str, usize>,
+    /// JPEG bytes per frame (record length less pad).
+    frame_bytes: Option<Sizes>,
+    labels: Option<Labels>,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Sizes {
+    min: u64,
+    median: u64,
+    max: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Labels {
+    count: usize,
+    /// Labels in index order.
+    names: Vec<String>,
+}
+
+pub fn run(args: &InfoArgs) -> Result<Outcome> {
+    let gulp = super::open_dir(&args.dir)?;
+    let mut info = Info {
+        dir: args.dir.to_string_lossy().into_owned(),
+        chunks: gulp.chunks().len(),
+        items: gulp.len(),
+        frames: 0,
+        bytes: 0,
+        meta_formats: BTreeMap::new(),
+        frame_bytes: None,
+        labels: None,
+        warnings: gulp.warnings().iter().map(ToString::to_string).collect(),
+    };
+    let mut sizes = Vec::new();
+    for (index, entry) in gulp.chunks().iter().enumerate() {
+        let reader = gulp.reader(index)?;
+        info.bytes += reader.data_len();
+        let format = meta_format(&entry.meta_path)?;
+        *info.meta_formats.entry(format.name()).or_default() += 1;
+        for (_, item) in reader.meta().iter() {
+            info.frames += item.frame_info.len();
+            sizes.extend(item.frame_info.iter().filter_map(|fi| fi.jpeg_len()));
+        }
+    }
+    if !sizes.is_empty() {
+        let mid = sizes.len() / 2;
+        let (_, &mut median, _) = sizes.select_nth_unstable(mid);
+        info.frame_bytes = Some(Sizes {
+            min: sizes.iter().copied().min().unwrap_or(0),
+            median,
+            max: sizes.iter().copied().max().unwrap_or(0),
+        });
+    }
+    match read_labels(&args.dir.join(LABEL_FILE)) {
+        Ok(labels) => info.labels = labels,
+        Err(e) => info.warnings.push(format!("{e:#}")),
+    }
+
+    let mut out = super::stdout();
+    if args.json {
+        super::write_json(&mut out, &info)?;
+        return Ok(Outcome::Success);
+    }
+    let formats: Vec<String> = info
+        .meta_formats
+        .iter()
+        .map(|(name, n)| format!("{name}: {n}"))
+        .collect();
+    writeln!(out, "directory   {}", info.dir)?;
+    if formats.is_empty() {
+        writeln!(out, "chunks      {}", info.chunks)?;
+    } else {
+        writeln!(out, "chunks      {} ({})", info.chunks, formats.join(", "))?;
+    }
+    writeln!(out, "items       {}", info.items)?;
+    writeln!(out, "frames      {}", info.frames)?;
+    writeln!(
+        out,
+        "bytes       {} ({})",
+        info.bytes,
+        human_bytes(info.bytes)
+    )?;
+    if let Some(s) = &info.frame_bytes {
+        writeln!(
+            out,
+            "frame size  min {}, median {}, max {} (JPEG bytes)",
+            s.min, s.median, s.max
+        )?;
+    }
+    if let Some(labels) = &info.labels {
+        writeln!(out, "labels      {} ({LABEL_FILE})", labels.count)?;
+    }
+    for warning in &info.warnings {
+        writeln!(out, "warning: {warning}")?;
+    }
+    out.flush()?;
+    Ok(Outcome::Success)
+}
+
+/// The format of a meta file, from its first bytes.
+fn meta_format(path: &Path) -> Result<MetaFormat> {
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(16).read_to_end(&mut head))
+        .with_context(|| format!("reading {}", path.display()))?;
+    MetaFormat::detect(&head)
+        .with_context(|| format!("{}: unrecognised meta format", path.display()))
+}
+
+/// The labels of `label2idx.json`, in index order; `None` if there is no
+/// such file.
+fn read_labels(path: &Path) -> Result<Option<Labels>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let value = JsonSerializer::parse_value(&bytes)
+        .with_context(|| format!("{}: not valid JSON", path.display()))?;
+    let Value::Object(map) = value else {
+        anyhow::bail!("{}: not a JSON object", path.display());
+    };
+    let mut labels: Vec<(Option<i64>, String)> = map
+        .into_iter()
+        .map(|(name, index)| (index.as_i64(), name))
+        .collect();
+    // Index order where every index is an integer, file order otherwise.
+    if labels.iter().all(|(index, _)| index.is_some()) {
+        labels.sort_by_key(|(index, _)| *index);
+    }
+    let names: Vec<String> = labels.into_iter().map(|(_, name)| name).collect();
+    Ok(Some(Labels {
+        count: names.len(),
+        names,
+    }))
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    #[allow(clippy::cast_precision_loss)] // for display only
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
