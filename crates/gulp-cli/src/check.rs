@@ -447,15 +447,15 @@ impl ChunkChecker<'_> {
         for (id, item) in meta.iter() {
             for (k, fi) in item.frame_info.iter().enumerate() {
                 let checksum = item.frame_checksums.get(k).copied();
-                if let Some(jpeg) = self.check_record(reader, id, k, fi, checksum, &mut spans) {
-                    if self.options.decode {
-                        to_decode.push(ToDecode {
-                            id,
-                            frame: k,
-                            loc: fi.loc,
-                            jpeg,
-                        });
-                    }
+                if let Some(jpeg) = self.check_record(reader, id, k, fi, checksum, &mut spans)
+                    && self.options.decode
+                {
+                    to_decode.push(ToDecode {
+                        id,
+                        frame: k,
+                        loc: fi.loc,
+                        jpeg,
+                    });
                 }
             }
             if !self.options.decode {

@@ -1,6 +1,6 @@
 //! The command line: every subcommand, its arguments and its `--help` text.
 
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -23,8 +23,20 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    // `Ingest` (`gulp ingest <kind> ...`) goes first here when gulp-ingest
-    // provides it; its module will be `cmd/ingest.rs`.
+    /// Gulp a dataset: decode, resize and encode its frames into chunks.
+    ///
+    /// One subcommand per input layout (those of gulpio2's scripts). Videos
+    /// are decoded with ffmpeg; JPEG frames that need no resize are stored as
+    /// they are. Each chunk becomes visible only when complete. Items that
+    /// fail (broken video, bad image, missing file, no frames) are skipped and
+    /// listed at the end, or stop the run with `--strict`. Ingesting into a
+    /// directory that has chunks adds new chunks after them and skips ids
+    /// already there, so re-running an interrupted ingest completes it.
+    #[command(
+        subcommand,
+        after_help = "Example: gulp ingest 20bn-json train.json videos/ gulped/train --frame-size 256"
+    )]
+    Ingest(IngestKind),
     /// Check a gulp directory for every kind of damage.
     ///
     /// Runs gulpio2's four sanity checks (empty meta files, empty data files,
@@ -84,6 +96,160 @@ pub enum Command {
     /// prints frames/s, megapixels/s (decoded pixels) and MB/s (JPEG bytes).
     #[command(after_help = "Example: gulp bench data/train --threads 8")]
     Bench(BenchArgs),
+}
+
+/// The input layouts `gulp ingest` reads.
+#[derive(Debug, Subcommand)]
+pub enum IngestKind {
+    /// 20BN JSON videos (Something-Something, Jester): a JSON list (`.json` or
+    /// `.json.gz`) of `{"id": ..., "template": ...}`; videos in
+    /// `<videos_dir>/<id>/` (one video each). 8 fps unless `--frame-rate`.
+    #[command(name = "20bn-json")]
+    TwentyBnJson {
+        /// The JSON list.
+        input_json: PathBuf,
+        /// The folder with one sub-folder per id.
+        videos_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        /// The field of each entry that holds the label.
+        #[arg(long, default_value = "template")]
+        label_name: String,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// 20BN CSV webm (Jester): `id;label` lines (or `id` alone, labelled
+    /// `dummy`); videos are `<videos_dir>/<id>.webm`. 8 fps unless
+    /// `--frame-rate`.
+    #[command(name = "20bn-csv-webm")]
+    TwentyBnCsvWebm {
+        /// The CSV list.
+        input_csv: PathBuf,
+        /// The folder of `<id>.webm` files.
+        videos_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// 20BN CSV JPEG frame folders: `id;label` lines; frames are the JPEG
+    /// files of `<jpeg_dir>/<id>/` in name order, stored as they are unless
+    /// `--frame-size` asks for a resize.
+    #[command(name = "20bn-csv-jpeg")]
+    TwentyBnCsvJpeg {
+        /// The CSV list.
+        input_csv: PathBuf,
+        /// The folder with one frame folder per id.
+        jpeg_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// Videos in class folders: `<videos_dir>/<label>/<video>` (mp4, webm,
+    /// mkv, avi, mov, ...); ids are `<label>-<file name>`.
+    VideoFolder {
+        /// The folder of class folders.
+        videos_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// Images in class folders: `<images_dir>/<label>/<image>` (JPEG, PNG,
+    /// BMP, GIF, TIFF, WebP), one frame per item; ids `<label>-<file name>`.
+    ImageFolder {
+        /// The folder of class folders.
+        images_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// A list of images: one `path,label` per line; ids `<label>-<path>`.
+    ImageList {
+        /// The list file.
+        list_file: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        /// The folder the listed paths are relative to.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        root_path: PathBuf,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// Kinetics: the annotation CSV (`label,youtube_id,time_start,time_end,
+    /// ...`) and videos anywhere under `<videos_dir>` named
+    /// `<youtube_id>_<start>_<end>.<ext>` (six-digit times) or
+    /// `<youtube_id>.<ext>`.
+    Kinetics {
+        /// The annotation CSV.
+        input_csv: PathBuf,
+        /// The folder of videos (searched recursively).
+        videos_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// ActivityNet: the annotation JSON (`{"database": {...}}`) and videos
+    /// `<videos_dir>/<youtube_id>.<ext>` (or `v_<youtube_id>.<ext>`) of the
+    /// chosen subset.
+    Activitynet {
+        /// The annotation JSON.
+        input_json: PathBuf,
+        /// The folder of videos.
+        videos_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        /// The subset to take (`training`, `validation`, `testing`).
+        #[arg(long, default_value = "training")]
+        phase: String,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+}
+
+/// Options of every `gulp ingest` subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    /// Items per chunk.
+    #[arg(
+        long,
+        visible_alias = "images-per-chunk",
+        value_name = "N",
+        default_value = "100"
+    )]
+    pub videos_per_chunk: NonZeroUsize,
+    /// Worker threads that decode, resize and encode (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub num_workers: Option<NonZeroUsize>,
+    /// Resize frames so that their shorter edge is N pixels (default: keep
+    /// the size).
+    #[arg(long, visible_alias = "image-size", value_name = "N")]
+    pub frame_size: Option<NonZeroU32>,
+    /// Sample videos at this many frames per second (default: 8 for the 20BN
+    /// layouts, every frame for the others).
+    #[arg(long, value_name = "FPS")]
+    pub frame_rate: Option<f64>,
+    /// JPEG quality of the frames gulp encodes (stored JPEGs keep theirs).
+    #[arg(long, value_name = "Q", default_value = "90", value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub quality: u8,
+    /// Shuffle the items before chunking.
+    #[arg(long)]
+    pub shuffle: bool,
+    /// The shuffle seed (default: a random one, printed in the summary).
+    #[arg(long, value_name = "N", requires = "shuffle")]
+    pub seed: Option<u64>,
+    /// The meta format of the chunks (json is what gulpio2 reads).
+    #[arg(long, value_enum, default_value = "json")]
+    pub meta_format: FormatArg,
+    /// Stop at the first item that fails instead of skipping it.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Arguments of `gulp check`.

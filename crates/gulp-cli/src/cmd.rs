@@ -6,6 +6,7 @@ mod convert;
 mod dump_meta;
 mod extract;
 mod info;
+mod ingest;
 
 use std::io::{BufWriter, StdoutLock, Write};
 use std::num::NonZeroUsize;
@@ -20,7 +21,7 @@ use crate::cli::Command;
 /// Runs one subcommand.
 pub fn run(command: Command) -> Result<Outcome> {
     match command {
-        // `Command::Ingest(args) => ingest::run(&args)` goes here.
+        Command::Ingest(kind) => ingest::run(kind),
         Command::Check(args) => check::run(&args),
         Command::DumpMeta(args) => dump_meta::run(&args),
         Command::Info(args) => info::run(&args),

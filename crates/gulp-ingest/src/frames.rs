@@ -70,6 +70,8 @@ pub fn encode_frames(
                     .map_err(|e| ItemError::at(path, format!("cannot read: {e}")))?;
                 let out = if is_jpeg(&bytes) {
                     jpeg_frame(&bytes, opts, &mut resizer)
+                } else if has_extension(path, &["jpg", "jpeg", "jpe"]) {
+                    Err("not a JPEG stream (no start-of-image marker at byte 0)".into())
                 } else {
                     decode_image(&bytes).and_then(|px| {
                         let resized = resize_short_edge(&px, opts.short_edge, &mut resizer)?;

@@ -85,13 +85,13 @@ pub fn decode_video(
     match status {
         Ok(s) if s.success() => {}
         Ok(s) => {
-            return Err(ItemError::at(
-                path,
-                format!(
-                    "ffmpeg failed ({s}): {}",
-                    message.as_deref().unwrap_or("no message")
-                ),
-            ));
+            let message = message.as_deref().unwrap_or("no message");
+            let what = if message.contains("does not contain any stream") {
+                "no video stream"
+            } else {
+                "ffmpeg failed"
+            };
+            return Err(ItemError::at(path, format!("{what} ({s}): {message}")));
         }
         Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
     }

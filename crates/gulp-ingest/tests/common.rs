@@ -1,5 +1,10 @@
 //! Shared helpers for the ingest tests: real media made with the real ffmpeg.
-#![allow(dead_code, clippy::unwrap_used, clippy::cast_possible_truncation, missing_docs)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::cast_possible_truncation,
+    missing_docs
+)]
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -31,8 +36,19 @@ pub fn black_white_video(dir: &Path) -> PathBuf {
     fs::write(&raw, bytes).unwrap();
     let out = dir.join("source.mp4");
     ffmpeg(&[
-        "-t", "10", "-s", "100x100", "-f", "rawvideo", "-pix_fmt", "rgb24", "-r", "8", "-i",
-        raw.to_str().unwrap(), out.to_str().unwrap(),
+        "-t",
+        "10",
+        "-s",
+        "100x100",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-r",
+        "8",
+        "-i",
+        raw.to_str().unwrap(),
+        out.to_str().unwrap(),
     ]);
     out
 }
@@ -40,9 +56,13 @@ pub fn black_white_video(dir: &Path) -> PathBuf {
 /// A short moving test pattern (`testsrc2`), `seconds` long at `fps`.
 pub fn test_video(path: &Path, size: &str, fps: u32, seconds: f64) {
     ffmpeg(&[
-        "-f", "lavfi", "-i",
+        "-f",
+        "lavfi",
+        "-i",
         &format!("testsrc2=size={size}:rate={fps}:duration={seconds}"),
-        "-pix_fmt", "yuv420p", path.to_str().unwrap(),
+        "-pix_fmt",
+        "yuv420p",
+        path.to_str().unwrap(),
     ]);
 }
 
@@ -50,9 +70,14 @@ pub fn test_video(path: &Path, size: &str, fps: u32, seconds: f64) {
 pub fn jpeg_folder(dir: &Path, size: &str, frames: u32) {
     fs::create_dir_all(dir).unwrap();
     ffmpeg(&[
-        "-f", "lavfi", "-i",
+        "-f",
+        "lavfi",
+        "-i",
         &format!("testsrc2=size={size}:rate=10"),
-        "-frames:v", &frames.to_string(), "-q:v", "3",
+        "-frames:v",
+        &frames.to_string(),
+        "-q:v",
+        "3",
         dir.join("%05d.jpg").to_str().unwrap(),
     ]);
 }
@@ -63,7 +88,12 @@ pub fn dir_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .unwrap()
         .map(|e| e.unwrap())
         .filter(|e| e.file_type().unwrap().is_file())
-        .map(|e| (e.file_name().into_string().unwrap(), fs::read(e.path()).unwrap()))
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
         .collect()
 }
 

@@ -54,7 +54,15 @@ fn gulpio2_integration_scenario() {
     // same size (302 bytes in gulpio2's test).
     assert_eq!(
         common::names(&out),
-        ["data_0.gulp", "data_1.gulp", "data_2.gulp", "label2idx.json", "meta_0.gmeta", "meta_1.gmeta", "meta_2.gmeta"]
+        [
+            "data_0.gulp",
+            "data_1.gulp",
+            "data_2.gulp",
+            "label2idx.json",
+            "meta_0.gmeta",
+            "meta_1.gmeta",
+            "meta_2.gmeta"
+        ]
     );
     assert_eq!(fs::metadata(out.join("label2idx.json")).unwrap().len(), 302);
 
@@ -62,7 +70,13 @@ fn gulpio2_integration_scenario() {
     // Same ids per chunk as gulpio2: slices [0:10], [10:20], [20:23].
     for (chunk, ids) in [(0, 0..10), (1, 10..20), (2, 20..23)] {
         let want: Vec<String> = ids.map(|i| i.to_string()).collect();
-        let got: Vec<String> = gulp.reader(chunk).unwrap().meta().ids().map(str::to_owned).collect();
+        let got: Vec<String> = gulp
+            .reader(chunk)
+            .unwrap()
+            .meta()
+            .ids()
+            .map(str::to_owned)
+            .collect();
         assert_eq!(got, want, "chunk {chunk}");
     }
     let meta = gulp.meta_data("7").unwrap();
@@ -77,11 +91,22 @@ fn gulpio2_integration_scenario() {
     assert_eq!(frames.len(), 80);
     for (i, f) in frames.iter().enumerate() {
         let want = if i % 2 == 0 { 0 } else { 255 };
-        assert!(f.iter().all(|&p| p == want), "frame {i} of id 0 is not {want}");
+        assert!(
+            f.iter().all(|&p| p == want),
+            "frame {i} of id 0 is not {want}"
+        );
         assert_eq!(f.len(), 100 * 100 * 3);
     }
-    assert!(all_pixels(&gulp, "11", "0::2").iter().all(|f| f.iter().all(|&p| p == 0)));
-    assert!(all_pixels(&gulp, "21", "1::2").iter().all(|f| f.iter().all(|&p| p == 255)));
+    assert!(
+        all_pixels(&gulp, "11", "0::2")
+            .iter()
+            .all(|f| f.iter().all(|&p| p == 0))
+    );
+    assert!(
+        all_pixels(&gulp, "21", "1::2")
+            .iter()
+            .all(|f| f.iter().all(|&p| p == 255))
+    );
     drop(gulp);
 
     // Extension with ids 23 and 24: a new chunk 3, label2idx.json grows to
@@ -114,7 +139,14 @@ fn frame_count_matches_gulpio2_burst() {
     let bw = common::black_white_video(tmp.path());
     let pattern = tmp.path().join("pattern.webm");
     common::test_video(&pattern, "64x48", 25, 3.3);
-    for (video, rate) in [(&bw, Some(8.0)), (&bw, Some(5.0)), (&bw, None), (&pattern, Some(8.0)), (&pattern, Some(12.5)), (&pattern, None)] {
+    for (video, rate) in [
+        (&bw, Some(8.0)),
+        (&bw, Some(5.0)),
+        (&bw, None),
+        (&pattern, Some(8.0)),
+        (&pattern, Some(12.5)),
+        (&pattern, None),
+    ] {
         let burst = tempfile::tempdir().unwrap();
         let target = burst.path().join("%010d.jpg");
         let mut args = vec!["-i", video.to_str().unwrap()];

@@ -1,0 +1,248 @@
+//! `gulp ingest`: run a built-in adapter through the ingest pipeline.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use gulp_ingest::adapters::Dataset;
+use gulp_ingest::{FrameOptions, IngestOptions, IngestReport, Progress, ingest};
+
+use crate::Outcome;
+use crate::cli::{IngestArgs, IngestKind};
+
+/// Runs `gulp ingest <kind>`.
+pub fn run(kind: IngestKind) -> Result<Outcome> {
+    let (dataset, output, args) = adapter(kind)?;
+    let seed = args
+        .shuffle
+        .then(|| args.seed.unwrap_or_else(|| fastrand::u64(..)));
+    let opts = IngestOptions {
+        items_per_chunk: args.videos_per_chunk.get(),
+        workers: super::threads(args.num_workers),
+        frames: FrameOptions {
+            short_edge: args.frame_size.map(std::num::NonZeroU32::get),
+            quality: args.quality,
+            frame_rate: args.frame_rate,
+        },
+        meta_format: args.meta_format.into(),
+        strict: args.strict,
+        shuffle_seed: seed,
+        fsync: true,
+    };
+    if let Some(rate) = opts.frames.frame_rate {
+        anyhow::ensure!(
+            rate.is_finite() && rate > 0.0,
+            "--frame-rate must be a positive number, not {rate}"
+        );
+    }
+    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(dataset_len(&dataset));
+        let style = indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} items {msg} [{elapsed_precise}, eta {eta}]",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar
+    });
+    let mut on_progress = |p: &Progress| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.items_total as u64);
+            bar.set_position(p.items_done as u64);
+            bar.set_message(format!(
+                "· {} frames · {} · {} chunks · {} failed",
+                p.frames,
+                human_bytes(p.bytes),
+                p.chunks,
+                p.items_failed
+            ));
+        }
+    };
+    let result = ingest(&dataset, &output, &opts, &mut on_progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = result.with_context(|| format!("ingest into {} stopped", output.display()))?;
+    if !args.quiet {
+        print_summary(&report, &output, seed)?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn dataset_len(d: &Dataset) -> u64 {
+    gulp_ingest::DatasetAdapter::len(d) as u64
+}
+
+fn adapter(kind: IngestKind) -> Result<(Dataset, std::path::PathBuf, IngestArgs)> {
+    let ctx = |what: &str, p: &Path| format!("cannot read the {what} {}", p.display());
+    Ok(match kind {
+        IngestKind::TwentyBnJson {
+            input_json,
+            videos_dir,
+            output_dir,
+            label_name,
+            opts,
+        } => (
+            Dataset::twenty_bn_json(&input_json, &videos_dir, &output_dir, &label_name)
+                .with_context(|| ctx("20BN JSON list", &input_json))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::TwentyBnCsvWebm {
+            input_csv,
+            videos_dir,
+            output_dir,
+            opts,
+        } => (
+            Dataset::twenty_bn_csv_webm(&input_csv, &videos_dir, &output_dir)
+                .with_context(|| ctx("20BN CSV list", &input_csv))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::TwentyBnCsvJpeg {
+            input_csv,
+            jpeg_dir,
+            output_dir,
+            opts,
+        } => (
+            Dataset::twenty_bn_csv_jpeg(&input_csv, &jpeg_dir, &output_dir)
+                .with_context(|| ctx("20BN CSV list", &input_csv))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::VideoFolder {
+            videos_dir,
+            output_dir,
+            opts,
+        } => (
+            Dataset::video_folder(&videos_dir, &output_dir)
+                .with_context(|| ctx("video folder", &videos_dir))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::ImageFolder {
+            images_dir,
+            output_dir,
+            opts,
+        } => (
+            Dataset::image_folder(&images_dir, &output_dir)
+                .with_context(|| ctx("image folder", &images_dir))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::ImageList {
+            list_file,
+            output_dir,
+            root_path,
+            opts,
+        } => (
+            Dataset::image_list(&list_file, &root_path, &output_dir)
+                .with_context(|| ctx("image list", &list_file))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::Kinetics {
+            input_csv,
+            videos_dir,
+            output_dir,
+            opts,
+        } => (
+            Dataset::kinetics(&input_csv, &videos_dir, &output_dir)
+                .with_context(|| ctx("Kinetics CSV", &input_csv))?,
+            output_dir,
+            opts,
+        ),
+        IngestKind::Activitynet {
+            input_json,
+            videos_dir,
+            output_dir,
+            phase,
+            opts,
+        } => (
+            Dataset::activitynet(&input_json, &videos_dir, &phase)
+                .with_context(|| ctx("ActivityNet JSON", &input_json))?,
+            output_dir,
+            opts,
+        ),
+    })
+}
+
+fn print_summary(report: &IngestReport, output: &Path, seed: Option<u64>) -> Result<()> {
+    let mut err = std::io::stderr().lock();
+    for r in &report.recovered {
+        writeln!(err, "gulp: recovered: {r}")?;
+    }
+    for w in &report.warnings {
+        writeln!(err, "gulp: warning: {w}")?;
+    }
+    for s in &report.skipped {
+        writeln!(err, "gulp: skipped: {s}")?;
+    }
+    drop(err);
+    let mut out = super::stdout();
+    let secs = report.elapsed.as_secs_f64();
+    let chunks = match (report.chunks.first(), report.chunks.last()) {
+        (Some(a), Some(b)) if a == b => format!("chunk {a}"),
+        (Some(a), Some(b)) => format!("chunks {a}..={b}"),
+        _ => "no new chunks".to_string(),
+    };
+    writeln!(
+        out,
+        "{}: {} items, {} frames, {} in {chunks}",
+        output.display(),
+        report.items,
+        report.frames,
+        human_bytes(report.bytes)
+    )?;
+    if report.already_present > 0 {
+        writeln!(
+            out,
+            "{} items already present, left as they are",
+            report.already_present
+        )?;
+    }
+    if !report.skipped.is_empty() {
+        writeln!(
+            out,
+            "{} items skipped (listed on stderr)",
+            report.skipped.len()
+        )?;
+    }
+    if let Some(seed) = seed {
+        writeln!(out, "shuffled with --seed {seed}")?;
+    }
+    writeln!(
+        out,
+        "{} elapsed, {:.1} frames/s",
+        format_duration(report.elapsed),
+        if secs > 0.0 {
+            report.frames as f64 / secs
+        } else {
+            0.0
+        }
+    )?;
+    out.flush()?;
+    Ok(())
+}
+
+fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{}m{:02.0}s", (s / 60.0).floor(), s % 60.0)
+    }
+}
