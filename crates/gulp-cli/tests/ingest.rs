@@ -1,0 +1,592 @@
+//! `gulp ingest`: every layout through the real binary and the real ffmpeg,
+//! its error paths, and a kill at random moments followed by a re-run.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::gulp;
+use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
+
+fn ffmpeg(args: &[&str]) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("ffmpeg must be installed (scripts/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn video(path: &Path, size: &str, seconds: f64) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &format!("testsrc2=size={size}:rate=15:duration={seconds}"),
+        "-pix_fmt",
+        "yuv420p",
+        path.to_str().unwrap(),
+    ]);
+}
+
+fn image(path: &Path, pix_fmt: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=40x30",
+        "-frames:v",
+        "1",
+        "-pix_fmt",
+        pix_fmt,
+        path.to_str().unwrap(),
+    ]);
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn ids(dir: &Path) -> Vec<String> {
+    GulpDirectory::open(dir)
+        .unwrap()
+        .ids()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn check_clean(dir: &Path) {
+    gulp().args(["check", "--decode", s(dir)]).assert().code(0);
+}
+
+#[test]
+fn video_layouts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // 20BN JSON: videos/<id>/<any>.mp4
+    for id in ["1", "2", "3"] {
+        video(&t.join(format!("json/{id}/clip.mp4")), "64x48", 1.0);
+    }
+    fs::write(
+        t.join("list.json"),
+        r#"[{"id": 1, "template": "b"}, {"id": 2, "template": "a"}, {"id": 3, "template": "a"}]"#,
+    )
+    .unwrap();
+    let out = t.join("g-json");
+    let assert = gulp()
+        .args([
+            "ingest",
+            "20bn-json",
+            s(&t.join("list.json")),
+            s(&t.join("json")),
+            s(&out),
+            "--videos-per-chunk",
+            "2",
+            "--num-workers",
+            "2",
+        ])
+        .assert()
+        .code(0);
+    let summary = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(summary.contains("3 items, 30 frames"), "{summary}"); // 1 s of 15 fps at 8 fps, as ffmpeg -r gives
+    assert_eq!(ids(&out), ["1", "2", "3"]);
+    let gd = GulpDirectory::open(&out).unwrap();
+    assert_eq!(gd.chunks().len(), 2);
+    // The original id type is kept in the meta, as gulpio2 does.
+    let dump = gulp()
+        .args(["dump-meta", s(&out), "--id", "1", "--no-frame-info"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&dump.stdout).trim(),
+        r#"{"1": {"meta_data": [{"id": 1, "label": "b", "idx": 1}]}}"#
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("label2idx.json")).unwrap(),
+        r#"{"a": 0, "b": 1}"#
+    );
+    check_clean(&out);
+
+    // 20BN CSV webm: videos/<id>.webm, 1-column rows labelled "dummy"; a
+    // frame rate and a resize.
+    video(&t.join("webm/x1.webm"), "64x48", 1.0);
+    video(&t.join("webm/x2.webm"), "48x64", 1.0);
+    fs::write(t.join("list.csv"), "x1;push\nx2\n").unwrap();
+    let out = t.join("g-webm");
+    gulp()
+        .args([
+            "ingest",
+            "20bn-csv-webm",
+            s(&t.join("list.csv")),
+            s(&t.join("webm")),
+            s(&out),
+            "--frame-rate",
+            "4",
+            "--frame-size",
+            "24",
+            "--meta-format",
+            "msgpack",
+            "-q",
+        ])
+        .assert()
+        .code(0)
+        .stdout("");
+    let gd = GulpDirectory::open(&out).unwrap();
+    assert_eq!(gd.n_frames(), 12); // 1 s of 15 fps at 4 fps, twice
+    let f = gd.frames("x2", &Selection::parse("0").unwrap()).unwrap();
+    assert_eq!(
+        decode_jpeg(&f[0], ColorMode::Auto).unwrap().shape(),
+        vec![32, 24, 3]
+    );
+    assert_eq!(
+        gd.meta_data("x2").unwrap().get("label").unwrap().as_str(),
+        Some("dummy")
+    );
+    check_clean(&out);
+
+    // Video folder: every extension (gulpio2 takes only .webm), native rate.
+    video(&t.join("vf/run/a.mp4"), "32x32", 1.0);
+    video(&t.join("vf/run/b.webm"), "32x32", 1.0);
+    video(&t.join("vf/sit/c.mkv"), "32x32", 1.0);
+    let out = t.join("g-vf");
+    gulp()
+        .args(["ingest", "video-folder", s(&t.join("vf")), s(&out)])
+        .assert()
+        .code(0);
+    assert_eq!(ids(&out), ["run-a.mp4", "run-b.webm", "sit-c.mkv"]);
+    assert_eq!(GulpDirectory::open(&out).unwrap().n_frames(), 45);
+    check_clean(&out);
+
+    // Kinetics CSV: videos under class folders named <ytid>_<start>_<end>.
+    video(&t.join("kin/abseiling/abc_000010_000020.mp4"), "32x32", 1.0);
+    video(&t.join("kin/juggling/x_y_000000_000010.mp4"), "32x32", 1.0);
+    fs::write(t.join("kin.csv"), "label,youtube_id,time_start,time_end,split\nabseiling,abc,10,20,train\njuggling,x_y,0,10,train\njuggling,gone,0,10,train\n").unwrap();
+    let out = t.join("g-kin");
+    let a = gulp()
+        .args([
+            "ingest",
+            "kinetics",
+            s(&t.join("kin.csv")),
+            s(&t.join("kin")),
+            s(&out),
+        ])
+        .assert()
+        .code(0);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.contains("skipped: id \"gone\"") && err.contains("gone_000000_000010.mp4"),
+        "{err}"
+    );
+    assert_eq!(ids(&out), ["abc", "x_y"]);
+    let dump = gulp()
+        .args(["dump-meta", s(&out), "--id", "abc", "--no-frame-info"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&dump.stdout).trim(),
+        r#"{"abc": {"meta_data": [{"label": "abseiling", "youtube_id": "abc", "time_start": 10, "time_end": 20, "split": "train", "idx": 0}]}}"#
+    );
+
+    // ActivityNet: the chosen subset only; partial downloads ignored.
+    video(&t.join("anet/v_k1.mp4"), "32x32", 1.0);
+    video(&t.join("anet/k2.webm"), "32x32", 1.0);
+    fs::write(t.join("anet/k3.mp4.part"), b"partial").unwrap();
+    fs::write(t.join("anet.json"), r#"{"database": {"k1": {"subset": "training", "annotations": [{"label": "x"}]}, "k2": {"subset": "validation"}, "k3": {"subset": "training"}}}"#).unwrap();
+    let out = t.join("g-anet");
+    gulp()
+        .args([
+            "ingest",
+            "activitynet",
+            s(&t.join("anet.json")),
+            s(&t.join("anet")),
+            s(&out),
+        ])
+        .assert()
+        .code(0);
+    assert_eq!(ids(&out), ["k1"]);
+    let out = t.join("g-anet-val");
+    gulp()
+        .args([
+            "ingest",
+            "activitynet",
+            s(&t.join("anet.json")),
+            s(&t.join("anet")),
+            s(&out),
+            "--phase",
+            "validation",
+        ])
+        .assert()
+        .code(0);
+    assert_eq!(ids(&out), ["k2"]);
+}
+
+/// Mean absolute difference between a stored frame and the RGB pixels
+/// ffmpeg makes of the source image.
+fn mean_diff(stored: &[u8], source: &Path) -> f64 {
+    let want = ffmpeg(&["-i", s(source), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]);
+    let img = decode_jpeg(stored, ColorMode::Rgb).unwrap();
+    assert_eq!(img.pixels.len(), want.len());
+    img.pixels
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| f64::from(a.abs_diff(*b)))
+        .sum::<f64>()
+        / want.len() as f64
+}
+
+#[test]
+fn image_layouts_and_colour_types() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let imgs = t.join("imgs");
+    image(&imgs.join("cat/rgb.jpg"), "yuvj444p");
+    image(&imgs.join("cat/rgba.png"), "rgba");
+    image(&imgs.join("dog/palette.png"), "pal8");
+    image(&imgs.join("dog/deep.png"), "rgb48be");
+    image(&imgs.join("dog/gray.png"), "gray");
+    image(&imgs.join("dog/gray16.png"), "gray16be");
+    image(&imgs.join("dog/pic.bmp"), "bgr24");
+    fs::write(imgs.join("dog/notes.txt"), "not an image").unwrap();
+    let out = t.join("g-imgs");
+    gulp()
+        .args([
+            "ingest",
+            "image-folder",
+            s(&imgs),
+            s(&out),
+            "--images-per-chunk",
+            "3",
+        ])
+        .assert()
+        .code(0);
+    let gd = GulpDirectory::open(&out).unwrap();
+    assert_eq!(
+        gd.ids().collect::<Vec<_>>(),
+        [
+            "cat-rgb.jpg",
+            "cat-rgba.png",
+            "dog-deep.png",
+            "dog-gray.png",
+            "dog-gray16.png",
+            "dog-palette.png",
+            "dog-pic.bmp"
+        ]
+    );
+    // The JPEG is stored as it is; the others are converted and encoded.
+    let f = |id: &str| gd.frames(id, &Selection::All).unwrap()[0].to_vec();
+    assert_eq!(
+        f("cat-rgb.jpg"),
+        fs::read(imgs.join("cat/rgb.jpg")).unwrap()
+    );
+    for (id, file) in [
+        ("cat-rgba.png", "cat/rgba.png"),
+        ("dog-palette.png", "dog/palette.png"),
+        ("dog-deep.png", "dog/deep.png"),
+        ("dog-pic.bmp", "dog/pic.bmp"),
+    ] {
+        let d = mean_diff(&f(id), &imgs.join(file));
+        assert!(d < 4.0, "{id}: mean difference {d}");
+        assert_eq!(
+            decode_jpeg(&f(id), ColorMode::Auto).unwrap().shape(),
+            vec![30, 40, 3],
+            "{id}"
+        );
+    }
+    for id in ["dog-gray.png", "dog-gray16.png"] {
+        assert_eq!(
+            decode_jpeg(&f(id), ColorMode::Auto).unwrap().shape(),
+            vec![30, 40],
+            "{id} stays gray"
+        );
+    }
+    let meta = gd.meta_data("cat-rgba.png").unwrap();
+    assert_eq!(
+        meta.get("path").unwrap().as_str(),
+        Some(s(&imgs.join("cat")))
+    );
+    check_clean(&out);
+
+    // Image list with a root path; ids keep the whole relative path.
+    fs::write(t.join("list.txt"), "cat/rgb.jpg,cat\ndog/gray.png, dog\n\n").unwrap();
+    let out = t.join("g-list");
+    gulp()
+        .args([
+            "ingest",
+            "image-list",
+            s(&t.join("list.txt")),
+            s(&out),
+            "--root-path",
+            s(&imgs),
+            "--image-size",
+            "15",
+        ])
+        .assert()
+        .code(0);
+    let gd = GulpDirectory::open(&out).unwrap();
+    assert_eq!(
+        gd.ids().collect::<Vec<_>>(),
+        ["cat-cat/rgb.jpg", "dog-dog/gray.png"]
+    );
+    let frame = &gd.frames("cat-cat/rgb.jpg", &Selection::All).unwrap()[0];
+    assert_eq!(
+        decode_jpeg(frame, ColorMode::Auto).unwrap().shape(),
+        vec![15, 20, 3]
+    );
+    check_clean(&out);
+}
+
+#[test]
+fn ingest_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let out = t.join("out");
+    // Missing list file.
+    let a = gulp()
+        .args([
+            "ingest",
+            "20bn-csv-jpeg",
+            s(&t.join("nope.csv")),
+            s(t),
+            s(&out),
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.starts_with("gulp: error: ") && err.contains("nope.csv"),
+        "{err}"
+    );
+    // Unreadable (malformed) list.
+    fs::write(t.join("bad.json"), "{\"not\": \"a list\"}").unwrap();
+    let a = gulp()
+        .args(["ingest", "20bn-json", s(&t.join("bad.json")), s(t), s(&out)])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("expected a JSON list"));
+    // Bad option values.
+    gulp()
+        .args(["ingest", "video-folder", s(t), s(&out), "--quality", "0"])
+        .assert()
+        .code(2);
+    gulp()
+        .args([
+            "ingest",
+            "video-folder",
+            s(t),
+            s(&out),
+            "--frame-rate",
+            "-3",
+        ])
+        .assert()
+        .code(2);
+    gulp()
+        .args(["ingest", "video-folder", s(t), s(&out), "--seed", "3"])
+        .assert()
+        .code(2);
+    // Strict mode: a bad frame stops the run with exit 2 and leaves nothing
+    // half-written; without it the item is skipped (exit 0).
+    let frames = t.join("frames");
+    fs::create_dir_all(frames.join("a")).unwrap();
+    fs::create_dir_all(frames.join("b")).unwrap();
+    fs::write(frames.join("a/1.jpg"), common::jpeg("noise-24x16")).unwrap();
+    fs::write(frames.join("b/1.jpg"), &common::jpeg("noise-24x16")[..500]).unwrap();
+    fs::write(t.join("l.csv"), "a;x\nb;y\n").unwrap();
+    let a = gulp()
+        .args([
+            "ingest",
+            "20bn-csv-jpeg",
+            s(&t.join("l.csv")),
+            s(&frames),
+            s(&out),
+            "--strict",
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.contains("item \"b\"") && err.contains("truncated JPEG") && err.contains("b/1.jpg"),
+        "{err}"
+    );
+    assert!(GulpDirectory::open(&out).unwrap().is_empty());
+    assert!(fs::read_dir(&out).unwrap().all(|e| {
+        !e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".gulp-tmp")
+    }));
+    let a = gulp()
+        .args([
+            "ingest",
+            "20bn-csv-jpeg",
+            s(&t.join("l.csv")),
+            s(&frames),
+            s(&out),
+        ])
+        .assert()
+        .code(0);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.contains("skipped: id \"b\"") && err.contains("truncated JPEG"),
+        "{err}"
+    );
+    assert_eq!(ids(&out), ["a"]);
+}
+
+/// A dataset big enough that an ingest takes a while: 24 items of 5 frames
+/// resized (so every frame is decoded and encoded).
+fn crash_dataset(root: &Path) -> (PathBuf, PathBuf) {
+    let frames = root.join("frames");
+    let mut csv = String::new();
+    for i in 0..24 {
+        let d = frames.join(format!("c{i:02}"));
+        fs::create_dir_all(&d).unwrap();
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size=240x180:rate=10,hue=h={}", i * 9),
+            "-frames:v",
+            "5",
+            "-q:v",
+            "3",
+            s(&d.join("%03d.jpg")),
+        ]);
+        csv.push_str(&format!("c{i:02};l{}\n", i % 4));
+    }
+    fs::write(root.join("list.csv"), csv).unwrap();
+    (root.join("list.csv"), frames)
+}
+
+fn ingest_cmd(list: &Path, frames: &Path, out: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gulp"));
+    cmd.args([
+        "ingest",
+        "20bn-csv-jpeg",
+        s(list),
+        s(frames),
+        s(out),
+        "--videos-per-chunk",
+        "3",
+        "--frame-size",
+        "150",
+        "--num-workers",
+        "2",
+        "-q",
+    ]);
+    cmd
+}
+
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Kills `gulp ingest` with SIGKILL at random moments, then checks that the
+/// directory opens, that every committed chunk is byte-identical to the same
+/// chunk of an uninterrupted run, and that re-running the ingest completes it
+/// with every id exactly once (the result equals the uninterrupted run).
+/// `GULP_CRASH_TRIALS` sets the number of trials (default 5).
+fn crash_trials(trials: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (list, frames) = crash_dataset(tmp.path());
+    let reference = tmp.path().join("reference");
+    let started = Instant::now();
+    assert!(
+        ingest_cmd(&list, &frames, &reference)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let full = started.elapsed();
+    let want = contents(&reference);
+    let mut rng = fastrand::Rng::with_seed(
+        std::env::var("GULP_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(7),
+    );
+    let (mut killed_midway, mut committed_total) = (0, 0);
+    for trial in 0..trials {
+        let out = tmp.path().join(format!("trial{trial}"));
+        let mut child = ingest_cmd(&list, &frames, &out).spawn().unwrap();
+        let delay = full.mul_f64(rng.f64() * 1.1);
+        std::thread::sleep(delay);
+        let was_running = child.try_wait().unwrap().is_none();
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        if !out.exists() {
+            continue;
+        }
+        killed_midway += usize::from(was_running);
+        // Opens (orphans of a cut commit are warnings), and every chunk it
+        // has is the reference's chunk, byte for byte.
+        let gd = GulpDirectory::open(&out)
+            .unwrap_or_else(|e| panic!("trial {trial} after {delay:?}: {e}"));
+        for chunk in gd.chunks() {
+            for path in [&chunk.data_path, &chunk.meta_path] {
+                let name = path.file_name().unwrap().to_str().unwrap();
+                let reference_bytes = &want.iter().find(|(n, _)| n == name).unwrap().1;
+                assert_eq!(
+                    &fs::read(path).unwrap(),
+                    reference_bytes,
+                    "trial {trial}: {name} differs"
+                );
+            }
+        }
+        committed_total += gd.chunks().len();
+        drop(gd);
+        // Re-run: finishes with every id once, and the same bytes.
+        let status = ingest_cmd(&list, &frames, &out).status().unwrap();
+        assert!(status.success(), "trial {trial}: re-run failed");
+        assert_eq!(
+            contents(&out),
+            want,
+            "trial {trial}: re-run differs from an uninterrupted run"
+        );
+        gulp().args(["check", s(&out)]).assert().code(0);
+    }
+    eprintln!(
+        "{trials} trials, {killed_midway} killed mid-run, {committed_total} chunks committed before the kills; full run {full:?}"
+    );
+    assert!(
+        killed_midway * 2 >= trials,
+        "too few kills landed mid-run: {killed_midway} of {trials}"
+    );
+}
+
+#[test]
+fn killed_ingest_reruns_to_the_same_result() {
+    let trials = std::env::var("GULP_CRASH_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    crash_trials(trials);
+}
+
+/// The long run: `cargo test -p gulp-cli --release --test ingest -- --ignored`.
+#[test]
+#[ignore = "long: 100 crash trials"]
+fn killed_ingest_reruns_to_the_same_result_100_trials() {
+    crash_trials(100);
+}
