@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::gulp;
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
