@@ -1,36 +1,54 @@
 #!/usr/bin/env bash
-# Makes a small sample dataset with ffmpeg (clips as folders of JPEG frames),
-# gulps it, reads and decodes it back with gulp, and opens the JSON-meta
-# chunks with the real gulpio2 to show they are compatible.
+# The main job on a small sample dataset: makes eight short videos with
+# ffmpeg in the 20BN (Something-Something) layout, gulps them with
+# `gulp ingest`, checks and describes the result, extracts a few frames, and
+# reads the same directory with the real gulpio2 to show it is compatible.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/deps.sh
+cargo build --release -q -p gulp-cli
+gulp="$root/target/release/gulp"
+
 out="$root/sample"
 rm -rf "$out"
-mkdir -p "$out/frames"
-patterns=(testsrc smptebars rgbtestsrc mandelbrot)
-for i in 0 1 2 3 4 5; do
-    clip="$out/frames/clip_$i"
-    mkdir -p "$clip"
-    ffmpeg -loglevel error -f lavfi -i "${patterns[$((i % 4))]}=size=160x120:rate=8" -t 2 -q:v 3 "$clip/%04d.jpg"
+mkdir -p "$out/videos"
+patterns=(testsrc2 smptebars mandelbrot rgbtestsrc life cellauto testsrc yuvtestsrc)
+labels=("Pushing something" "Pulling something" "Holding something")
+entries=()
+for i in "${!patterns[@]}"; do
+    id=$((1000 + i))
+    mkdir -p "$out/videos/$id"
+    ffmpeg -nostdin -loglevel error -f lavfi -i "${patterns[$i]}=size=320x240:rate=25" -t 3 \
+        -pix_fmt yuv420p "$out/videos/$id/$id.webm"
+    entries+=("{\"id\": \"$id\", \"template\": \"${labels[$((i % 3))]}\"}")
 done
-cargo run --release -q -p gulp-io --example sample -- "$out/frames" "$out/gulp"
-# gulpio2 reads JSON meta only: show it the JSON chunks (even numbers).
-mkdir -p "$out/gulpio2-view"
-for meta in "$out"/gulp/meta_*.gmeta; do
-    n="${meta##*meta_}"; n="${n%.gmeta}"
-    if [ $((n % 2)) -eq 0 ]; then
-        ln -sf "$out/gulp/data_$n.gulp" "$out/gulpio2-view/data_$n.gulp"
-        ln -sf "$meta" "$out/gulpio2-view/meta_$n.gmeta"
-    fi
-done
-"$root/.venv/bin/python" - "$out/gulpio2-view" <<'PY'
+(IFS=,; echo "[${entries[*]}]") > "$out/videos.json"
+
+echo "== gulp ingest 20bn-json (8 fps, short edge 128, 3 videos per chunk)"
+"$gulp" ingest 20bn-json "$out/videos.json" "$out/videos" "$out/gulp" \
+    --videos-per-chunk 3 --frame-size 128
+echo "== gulp check --decode"
+"$gulp" check "$out/gulp" --decode
+echo "== gulp info"
+"$gulp" info "$out/gulp"
+echo "== gulp dump-meta --id 1000 --no-frame-info"
+"$gulp" dump-meta "$out/gulp" --id 1000 --no-frame-info
+echo
+echo "== gulp extract --id 1000 --frames ::8"
+"$gulp" extract "$out/gulp" --id 1000 --frames ::8 --out "$out/extract"
+ls "$out/extract/1000"
+echo "== gulp bench"
+"$gulp" bench "$out/gulp"
+echo "== gulpio2 reads the same directory"
+"$root/.venv/bin/python" - "$out/gulp" <<'PY'
 import sys
 from gulpio2 import GulpDirectory
 gd = GulpDirectory(sys.argv[1])
 ids = sorted(gd.merged_meta_dict)
-frames, meta = gd[ids[0]]
-print(f"gulpio2 reads {len(ids)} items: {ids}; {ids[0]} has {len(frames)} frames of shape {frames[0].shape}, meta {meta}")
+frames, meta = gd["1000", ::8]
+print(f"gulpio2 reads {len(ids)} items in {len(gd.all_meta_dicts)} chunks; "
+      f"item 1000 has {len(gd.merged_meta_dict['1000']['frame_info'])} frames, "
+      f"every 8th: {len(frames)} arrays of shape {frames[0].shape}; meta {meta}")
 PY
 echo "sample gulp directory: $out/gulp"
