@@ -122,7 +122,7 @@ fn disk_full_gives_a_clear_error_and_loses_nothing() {
         }
     }
     let committed = gd.len();
-    assert!(committed < 30 && committed % 4 == 0, "{committed}");
+    assert!(committed < 30 && committed.is_multiple_of(4), "{committed}");
     drop(gd);
     common::gulp().args(["check", s(&out)]).assert().code(0);
 }
