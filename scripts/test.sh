@@ -9,4 +9,6 @@ export GULP_PYTHON="$root/.venv/bin/python"
 # Benchmarks run once each as a smoke test; timings come from `cargo bench`.
 cargo test --workspace --benches --release -q
 cargo test --workspace --doc
+# The ingest tests once more with the libjpeg-turbo encoder (cargo feature).
+cargo nextest run -p gulp-ingest --features turbojpeg --no-fail-fast
 cargo nextest run --workspace --no-fail-fast

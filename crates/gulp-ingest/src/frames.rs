@@ -5,6 +5,7 @@ use std::path::Path;
 use fast_image_resize::images::Image as FirImage;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use gulp_io::ColorMode;
+#[cfg(not(feature = "turbojpeg"))]
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 
 use crate::adapter::{FrameSource, Pixels};
@@ -244,24 +245,74 @@ pub fn resize_short_edge(
 }
 
 /// Encodes as gulpio2 does: baseline JPEG, 4:4:4 (no chroma subsampling),
-/// gray images as one-component JPEGs.
+/// gray images as one-component JPEGs, accurate DCT. With the `turbojpeg`
+/// feature the encoder is libjpeg-turbo (what gulpio2's simplejpeg wraps);
+/// otherwise the pure-Rust jpeg-encoder.
 pub fn encode_jpeg(px: &Pixels, quality: u8) -> Result<Vec<u8>, String> {
-    let w = u16::try_from(px.width)
-        .map_err(|_| format!("{} pixels wide: JPEG allows 65535", px.width))?;
-    let h = u16::try_from(px.height)
-        .map_err(|_| format!("{} pixels high: JPEG allows 65535", px.height))?;
+    let (w, h) = (
+        u16::try_from(px.width)
+            .map_err(|_| format!("{} pixels wide: JPEG allows 65535", px.width))?,
+        u16::try_from(px.height)
+            .map_err(|_| format!("{} pixels high: JPEG allows 65535", px.height))?,
+    );
+    encode_with(px, w, h, quality.clamp(1, 100))
+}
+
+/// The JPEG encoder this build uses.
+pub const ENCODER: &str = if cfg!(feature = "turbojpeg") {
+    "libjpeg-turbo"
+} else {
+    "jpeg-encoder"
+};
+
+#[cfg(not(feature = "turbojpeg"))]
+fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, String> {
     let color = if px.channels == 1 {
         ColorType::Luma
     } else {
         ColorType::Rgb
     };
     let mut out = Vec::with_capacity(px.data.len() / 8 + 1024);
-    let mut encoder = Encoder::new(&mut out, quality.clamp(1, 100));
+    let mut encoder = Encoder::new(&mut out, quality);
     encoder.set_sampling_factor(SamplingFactor::F_1_1);
     encoder
         .encode(&px.data, w, h, color)
         .map_err(|e| format!("JPEG encoding: {e}"))?;
     Ok(out)
+}
+
+#[cfg(feature = "turbojpeg")]
+fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, String> {
+    use std::cell::RefCell;
+    use turbojpeg::{Compressor, Image, PixelFormat, Subsamp};
+    thread_local! {
+        static COMPRESSOR: RefCell<Option<Compressor>> = const { RefCell::new(None) };
+    }
+    let (format, subsamp) = if px.channels == 1 {
+        (PixelFormat::GRAY, Subsamp::Gray)
+    } else {
+        (PixelFormat::RGB, Subsamp::None)
+    };
+    let width = usize::from(w);
+    let image = Image {
+        pixels: &px.data[..],
+        width,
+        pitch: width * usize::from(px.channels),
+        height: usize::from(h),
+        format,
+    };
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match slot.as_mut() {
+            Some(c) => c,
+            None => slot.insert(Compressor::new().map_err(|e| format!("libjpeg-turbo: {e}"))?),
+        };
+        compressor.set_quality(i32::from(quality));
+        compressor.set_subsamp(subsamp);
+        compressor
+            .compress_to_vec(image)
+            .map_err(|e| format!("JPEG encoding (libjpeg-turbo): {e}"))
+    })
 }
 
 /// Whether a path has an image extension the image adapters pick up.

@@ -65,6 +65,18 @@ fn gulpio2_integration_scenario() {
         ]
     );
     assert_eq!(fs::metadata(out.join("label2idx.json")).unwrap().len(), 302);
+    if gulp_ingest::frames::ENCODER == "libjpeg-turbo" {
+        // The encoder gulpio2 uses (through simplejpeg), with its settings:
+        // the very data file sizes of gulpio2's test.
+        let sizes: Vec<u64> = (0..3)
+            .map(|n| {
+                fs::metadata(out.join(format!("data_{n}.gulp")))
+                    .unwrap()
+                    .len()
+            })
+            .collect();
+        assert_eq!(sizes, [739_200, 739_200, 221_760]);
+    }
 
     let gulp = GulpDirectory::open(&out).unwrap();
     // Same ids per chunk as gulpio2: slices [0:10], [10:20], [20:23].
