@@ -372,7 +372,7 @@ def table(results, tasks):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n", 2)[2])
     p.add_argument("--corpus", default=os.path.join(REPO, "bench-corpus"))
@@ -383,12 +383,15 @@ def main():
                    help=f"comma-separated, of {', '.join(TASKS)} (default {DEFAULT_TASKS})")
     p.add_argument("--repeat", type=int, default=1, help="runs per task and side; the table shows the fastest")
     p.add_argument("--per-chunk", type=int, default=None,
-                   help="items per chunk for every task (default: per task, see --help)")
+                   help="items per chunk for every task (default: csv-jpeg 4, json-* and "
+                        "video-folder 8, image-folder 50)")
     p.add_argument("--gulp-bin", default=None, help="the gulp binary; when given, gulp runs too")
     p.add_argument("--gulp-chunk-option", default=None,
-                   help="gulp's option for items per chunk, given the same number as gulpio2")
+                   help="gulp's option for items per chunk, given the same number as gulpio2 "
+                        "(write --gulp-chunk-option=--name)")
     p.add_argument("--gulp-arg", action="append", default=[],
-                   help="extra argument for every gulp command (repeatable)")
+                   help="extra argument for every gulp command (repeatable; write "
+                        "--gulp-arg=--opt for one that starts with -)")
     p.add_argument("--skip-gulpio2", action="store_true")
     p.add_argument("--shm-dir", default="/dev/shm", help="watched for burst files (gulpio2's default)")
     p.add_argument("--sample-ms", type=float, default=50)
