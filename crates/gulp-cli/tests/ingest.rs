@@ -530,7 +530,7 @@ fn crash_trials(trials: usize) {
     for trial in 0..trials {
         let out = tmp.path().join(format!("trial{trial}"));
         let mut child = ingest_cmd(&list, &frames, &out).spawn().unwrap();
-        let delay = full.mul_f64(rng.f64() * 1.1);
+        let delay = full.mul_f64(rng.f64() * 0.95);
         std::thread::sleep(delay);
         let was_running = child.try_wait().unwrap().is_none();
         child.kill().unwrap(); // SIGKILL
