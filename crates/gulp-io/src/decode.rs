@@ -131,3 +131,35 @@ pub fn decode_batch<F: AsRef<[u8]> + Sync>(
             .collect()
     })
 }
+
+impl crate::reader::ChunkReader {
+    /// Decodes frame `index` of `id` with `decoder`. Unlike [`decode_jpeg`],
+    /// a decoding error says where the frame is: the id, the frame, the data
+    /// file and the record's byte offset.
+    pub fn decode_frame(
+        &self,
+        id: &str,
+        index: usize,
+        decoder: &dyn FrameDecoder,
+    ) -> Result<Image> {
+        let jpeg = self.frame(id, index)?;
+        decoder.decode(&jpeg).map_err(|e| match e.kind() {
+            ErrorKind::Decode { at, reason } if at.is_empty() => {
+                let loc = self
+                    .item(id)
+                    .ok()
+                    .and_then(|item| item.frame_info.get(index))
+                    .map_or(0, |fi| fi.loc);
+                ErrorKind::Decode {
+                    at: format!(
+                        " in {}: id {id:?} frame {index} (record at byte {loc})",
+                        self.data_path().display()
+                    ),
+                    reason: reason.clone(),
+                }
+                .into()
+            }
+            _ => e,
+        })
+    }
+}
