@@ -452,7 +452,7 @@ pub fn check_random_ops(input: &[u8]) {
                 let chunk = u64::from(b.u8() % CHUNKS);
                 let format = format_of(b.u8());
                 let exists = committed.contains_key(&chunk);
-                let creating = op % 8 == 0;
+                let creating = matches!(op % 8, 0);
                 let should_fail = if creating { exists } else { !exists };
                 let clash = slots[other].as_ref().is_some_and(|w| w.chunk == chunk);
                 if clash && !should_fail {
