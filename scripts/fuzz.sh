@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the fuzz targets of gulp-format on stable Rust (docs/fuzzing.md).
+# Runs the fuzz targets of gulp-format and gulp-io on stable Rust
+# (docs/fuzzing.md).
 #
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]
 #
-# TARGET is json_meta, msgpack_meta or msgpack_meta_sealed; `all` (the
+# TARGET is json_meta, msgpack_meta, msgpack_meta_sealed, chunk_read or
+# random_ops; `all` (the
 # default) runs them one after the other. SECONDS (default 600) is each
 # target's run time. Installs cargo-fuzz if it is missing. Extra libFuzzer
 # options can be given in FUZZ_ARGS, e.g. FUZZ_ARGS="-seed=1 -max_len=8192".
@@ -15,14 +17,14 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-all=(json_meta msgpack_meta msgpack_meta_sealed)
+all=(json_meta msgpack_meta msgpack_meta_sealed chunk_read random_ops)
 target="${1:-all}"
 seconds="${2:-600}"
 case "$target" in
   all) targets=("${all[@]}") ;;
-  json_meta | msgpack_meta | msgpack_meta_sealed) targets=("$target") ;;
+  json_meta | msgpack_meta | msgpack_meta_sealed | chunk_read | random_ops) targets=("$target") ;;
   *)
-    echo "usage: $0 [json_meta|msgpack_meta|msgpack_meta_sealed|all] [seconds]" >&2
+    echo "usage: $0 [json_meta|msgpack_meta|msgpack_meta_sealed|chunk_read|random_ops|all] [seconds]" >&2
     exit 2
     ;;
 esac
@@ -37,8 +39,9 @@ fi
 
 for t in "${targets[@]}"; do
   case "$t" in
-    json_meta) dict=fuzz/dicts/json_meta.dict ;;
-    *) dict=fuzz/dicts/msgpack_meta.dict ;;
+    json_meta | chunk_read) dict=(-dict=fuzz/dicts/json_meta.dict) ;;
+    random_ops) dict=() ;;
+    *) dict=(-dict=fuzz/dicts/msgpack_meta.dict) ;;
   esac
   mkdir -p "fuzz/corpus/$t"
   echo "== $t for ${seconds}s" >&2
@@ -48,5 +51,5 @@ for t in "${targets[@]}"; do
   # shellcheck disable=SC2086
   cargo fuzz run --sanitizer none --debug-assertions "$t" \
     "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
-    -max_total_time="$seconds" -dict="$dict" -print_final_stats=1 ${FUZZ_ARGS:-}
+    -max_total_time="$seconds" "${dict[@]}" -print_final_stats=1 ${FUZZ_ARGS:-}
 done

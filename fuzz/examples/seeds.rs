@@ -10,7 +10,9 @@
 //! * `msgpack_meta/`: the same metas in gulp's msgpack format, plus one with
 //!   per-frame checksums, metalayers and awkward values (JSON has none of those);
 //! * `msgpack_meta_sealed/`: those msgpack files without their trailer (the
-//!   target adds it back), plus one with no header (the target builds it).
+//!   target adds it back), plus one with no header (the target builds it);
+//! * `chunk_read/`, `random_ops/`: the gulp-io targets' seeds, defined with
+//!   their checks in `crates/gulp-io/tests/support/fuzz_checks.rs`.
 //!
 //! The output is deterministic, so re-running it changes nothing.
 
@@ -107,6 +109,17 @@ fn main() {
     headerless.extend_from_slice(&content[header_len..]);
     assert_eq!(gulp_format_fuzz::sealed(&headerless), packed);
     write(&sealed_dir.join("headerless.content"), &headerless);
+
+    for (target, seeds) in [
+        ("chunk_read", gulp_format_fuzz::chunk_read_seeds()),
+        ("random_ops", gulp_format_fuzz::random_ops_seeds()),
+    ] {
+        let dir = out.join(target);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for (name, input) in seeds {
+            write(&dir.join(name), &input);
+        }
+    }
 
     println!("seeds written under {}", out.display());
 }

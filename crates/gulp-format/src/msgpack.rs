@@ -38,6 +38,13 @@ const TRAILER_LEN: usize = 15;
 /// Bytes of one frame-table entry.
 const FRAME_ENTRY_LEN: usize = 24;
 const MAX_DEPTH: usize = crate::json::MAX_DEPTH;
+/// The most elements reserved ahead for a list or map. A declared length is
+/// at most the bytes left (each element takes one), but an element takes
+/// tens of bytes in memory and every level of nesting reserves its own: a
+/// file of `n` bytes nested 1024 deep could make the reader reserve about
+/// `1024 × n × size_of::<Value>()` bytes before failing. Beyond this, lists
+/// and maps grow as their elements are actually read.
+const MAX_PREALLOC: usize = 256;
 
 /// Versions of the msgpack meta format. Unknown codes are rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -631,7 +638,7 @@ impl<'a> Cursor<'a> {
     fn list(&mut self, m: Marker, at: usize) -> Result<Value> {
         let n = self.len_of(m)?.unwrap_or(0);
         self.descend(at)?;
-        let mut items = Vec::with_capacity(n);
+        let mut items = Vec::with_capacity(n.min(MAX_PREALLOC));
         for _ in 0..n {
             items.push(self.value()?);
         }
@@ -643,7 +650,7 @@ impl<'a> Cursor<'a> {
     fn map(&mut self, m: Marker, at: usize) -> Result<Value> {
         let n = self.len_of(m)?.unwrap_or(0);
         self.descend(at)?;
-        let mut map = Map::with_capacity_and_hasher(n, Default::default());
+        let mut map = Map::with_capacity_and_hasher(n.min(MAX_PREALLOC), Default::default());
         for _ in 0..n {
             let key = self.str()?;
             let value = self.value()?;

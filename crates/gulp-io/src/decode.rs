@@ -7,6 +7,17 @@ use zune_jpeg::JpegDecoder;
 
 use crate::error::{ErrorKind, Result};
 
+/// The largest image [`decode_jpeg`] decodes, in pixels (8192 × 8192; 192
+/// MiB as RGB).
+///
+/// A JPEG header declares the image size in two 16-bit numbers, and the
+/// decoder allocates the output for that size before it reads the scan data:
+/// without a limit, a frame of a few hundred bytes claiming 16000 × 16000
+/// pixels makes the decoder allocate 768 MB (and spend seconds filling it).
+/// Larger frames are refused with a [`Decode`](crate::ErrorKind::Decode)
+/// error; video frames for training are far smaller.
+pub const MAX_DECODE_PIXELS: usize = 1 << 26;
+
 /// Decoded pixels, row-major, interleaved channels (`H×W` or `H×W×3`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Image {
@@ -72,6 +83,15 @@ pub fn decode_jpeg(jpeg: &[u8], mode: ColorMode) -> Result<Image> {
     };
     let mut probe = JpegDecoder::new(ZCursor::new(jpeg));
     probe.decode_headers().map_err(|e| fail(format!("{e:?}")))?;
+    if let Some((w, h)) = probe.dimensions() {
+        let pixels = w.saturating_mul(h);
+        if pixels > MAX_DECODE_PIXELS {
+            return Err(fail(format!(
+                "image of {w}x{h} pixels exceeds the limit of {MAX_DECODE_PIXELS} pixels"
+            ))
+            .into());
+        }
+    }
     let gray_input = matches!(probe.input_colorspace(), Some(ColorSpace::Luma));
     let (out, channels) = match mode {
         ColorMode::Gray => (ColorSpace::Luma, 1),
@@ -130,4 +150,36 @@ pub fn decode_batch<F: AsRef<[u8]> + Sync>(
             })
             .collect()
     })
+}
+
+impl crate::reader::ChunkReader {
+    /// Decodes frame `index` of `id` with `decoder`. Unlike [`decode_jpeg`],
+    /// a decoding error says where the frame is: the id, the frame, the data
+    /// file and the record's byte offset.
+    pub fn decode_frame(
+        &self,
+        id: &str,
+        index: usize,
+        decoder: &dyn FrameDecoder,
+    ) -> Result<Image> {
+        let jpeg = self.frame(id, index)?;
+        decoder.decode(&jpeg).map_err(|e| match e.kind() {
+            ErrorKind::Decode { at, reason } if at.is_empty() => {
+                let loc = self
+                    .item(id)
+                    .ok()
+                    .and_then(|item| item.frame_info.get(index))
+                    .map_or(0, |fi| fi.loc);
+                ErrorKind::Decode {
+                    at: format!(
+                        " in {}: id {id:?} frame {index} (record at byte {loc})",
+                        self.data_path().display()
+                    ),
+                    reason: reason.clone(),
+                }
+                .into()
+            }
+            _ => e,
+        })
+    }
 }

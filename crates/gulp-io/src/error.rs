@@ -83,7 +83,8 @@ pub enum ErrorKind {
     /// A frame could not be decoded.
     #[error("cannot decode JPEG{at}: {reason}")]
     Decode {
-        /// Where the frame is, if known (" of id ... frame ... in ...").
+        /// Where the frame is, if known (" in PATH: id ... frame ... (record
+        /// at byte ...)"), else empty.
         at: String,
         /// The decoder's message.
         reason: String,

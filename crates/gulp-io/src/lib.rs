@@ -44,7 +44,9 @@ mod recover;
 mod select;
 mod writer;
 
-pub use crate::decode::{ColorMode, FrameDecoder, Image, ZuneDecoder, decode_batch, decode_jpeg};
+pub use crate::decode::{
+    ColorMode, FrameDecoder, Image, MAX_DECODE_PIXELS, ZuneDecoder, decode_batch, decode_jpeg,
+};
 pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::reader::{ChunkReader, ReadMode};

@@ -64,8 +64,11 @@ impl ChunkWriterBuilder {
     /// `finish()` commits, so the chunk stays readable as it was until then.
     pub fn append_to(&self, dir: impl AsRef<Path>, chunk: u64) -> Result<ChunkWriter> {
         let dir = dir.as_ref();
-        let writer = ChunkWriter::new(self, dir, chunk);
+        let mut writer = ChunkWriter::new(self, dir, chunk);
         let mut meta = load_meta(&writer.meta_path)?;
+        // From here on the temporary files are this writer's: a failed copy
+        // is removed on drop.
+        writer.owns_temp = true;
         let len = fs::copy(&writer.data_path, &writer.tmp_data)
             .map_err(|e| Error::io("copying", &writer.data_path, e))?;
         if self.format == MetaFormat::Msgpack {
@@ -113,6 +116,11 @@ pub struct ChunkWriter {
     pos: u64,
     meta: ChunkMeta,
     committed: bool,
+    /// Whether this writer has created its temporary files. A writer that
+    /// fails before that (the chunk exists, the chunk to append to does not)
+    /// must not remove files under those names: they may belong to another
+    /// writer of the same chunk number.
+    owns_temp: bool,
 }
 
 impl ChunkWriter {
@@ -137,10 +145,12 @@ impl ChunkWriter {
             pos: 0,
             meta: ChunkMeta::new(),
             committed: false,
+            owns_temp: false,
         }
     }
 
     fn start(mut self, meta: ChunkMeta, pos: u64, existing: bool) -> Result<ChunkWriter> {
+        self.owns_temp = true;
         let file = OpenOptions::new()
             .write(true)
             .create(true)
@@ -268,7 +278,7 @@ impl ChunkWriter {
 
 impl Drop for ChunkWriter {
     fn drop(&mut self) {
-        if !self.committed {
+        if self.owns_temp && !self.committed {
             self.out = None;
             let _ = fs::remove_file(&self.tmp_data);
             let _ = fs::remove_file(&self.tmp_meta);

@@ -243,3 +243,29 @@ fn directory_opens_chunks_in_numeric_order() {
         ErrorKind::UnknownId { .. }
     ));
 }
+
+/// A create or append_to that fails (the chunk exists, or does not) must not
+/// remove the temporary files of another writer of the same chunk number.
+#[test]
+fn failed_writer_leaves_other_writers_temp_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let builder = || {
+        let mut b = ChunkWriter::builder();
+        b.fsync(false);
+        b
+    };
+    // Chunk 2 is being written; appending to it fails, as it is not committed.
+    let mut writer = builder().create(dir.path(), 2).unwrap();
+    writer.append("a", Value::Null, [[1u8, 2, 3]]).unwrap();
+    assert!(builder().append_to(dir.path(), 2).is_err());
+    writer.finish().unwrap();
+    // Chunk 2 is being appended to; creating it fails, as it exists.
+    let mut writer = builder().append_to(dir.path(), 2).unwrap();
+    writer.append("b", Value::Null, [[4u8]]).unwrap();
+    let err = builder().create(dir.path(), 2).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::ChunkExists { .. }), "{err}");
+    writer.finish().unwrap();
+    let gulp = GulpDirectory::open(dir.path()).unwrap();
+    assert_eq!(gulp.ids().collect::<Vec<_>>(), ["a", "b"]);
+    assert!(gulp.warnings().is_empty(), "{:?}", gulp.warnings());
+}

@@ -25,6 +25,30 @@ impl<'a> Parser<'a> {
     }
 
     pub(crate) fn chunk_meta(mut self) -> Result<ChunkMeta> {
+        let result = self.chunk_meta_inner();
+        result.map_err(|e| self.hint_truncated(e))
+    }
+
+    /// An error met at the end of the input says that the file may be cut
+    /// short, whatever the parser was expecting there.
+    fn hint_truncated(&self, e: Error) -> Error {
+        const HINT: &str = " (the file ends here: truncated?)";
+        if self.pos < self.bytes.len() {
+            return e;
+        }
+        let at = |offset: &u64| usize::try_from(*offset).unwrap_or(usize::MAX);
+        match e.kind() {
+            crate::ErrorKind::Json { offset, reason } if !reason.ends_with(HINT) => {
+                Error::json(at(offset), format!("{reason}{HINT}"))
+            }
+            crate::ErrorKind::Item { id, offset, reason } if !reason.ends_with(HINT) => {
+                Error::item(id, at(offset), format!("{reason}{HINT}"))
+            }
+            _ => e,
+        }
+    }
+
+    fn chunk_meta_inner(&mut self) -> Result<ChunkMeta> {
         self.skip_ws();
         self.expect(b'{', "expected '{' at the start of the meta")?;
         let mut items: IndexMap<String, ItemMeta, foldhash::fast::RandomState> =
