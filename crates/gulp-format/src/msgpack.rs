@@ -19,6 +19,7 @@ use rmp::Marker;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::index::{IndexBuilder, MetaIndex};
 use crate::layout::FrameInfo;
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::serializer::{MetaFormat, Serializer};
@@ -233,8 +234,47 @@ fn write_value(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// One index entry, `[id, n_frames, meta_len]`, and its byte offset.
+struct Entry<'a> {
+    id: &'a str,
+    n_frames: u64,
+    meta_len: u64,
+    at: usize,
+}
+
+/// A msgpack meta whose header, trailer, fingerprint, index and section
+/// lengths have been checked, with each item's meta still encoded.
+struct Layout<'a> {
+    entries: Vec<Entry<'a>>,
+    frames: &'a [u8],
+    checksums: Option<&'a [u8]>,
+    blob: &'a [u8],
+    blob_at: usize,
+}
+
 fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
-    // Header first, so that a file from a newer version says so.
+    let layout = layout(bytes)?;
+    read_items(&layout)
+}
+
+/// The ids and frame counts of a msgpack meta: everything [`read_meta`]
+/// checks except the encoding of each item's `meta_data` and metalayers.
+pub(crate) fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
+    let layout = layout(bytes)?;
+    let mut index = IndexBuilder::new(MetaFormat::Msgpack, layout.entries.len());
+    for e in &layout.entries {
+        let start = index.arena().len();
+        index.arena().push_str(e.id);
+        if index.finish_id(start, e.n_frames).is_some() {
+            return Err(Error::item(e.id, e.at, "id appears twice in the index"));
+        }
+    }
+    Ok(index.finish())
+}
+
+/// Checks everything but the items' encoded meta (`docs/format.md` §4.8,
+/// steps 1–6, and that the `meta_len`s exactly fill the meta section).
+fn layout(bytes: &[u8]) -> Result<Layout<'_>> {
     // Magic and version first, read by hand so that a file of a newer version
     // says so even if its header has other fields.
     let mut c = Cursor {
@@ -243,7 +283,7 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
         depth: 0,
     };
     let fields = c.array_len()?;
-    if c.str()? != MAGIC_STR {
+    if c.str_ref()? != MAGIC_STR {
         return Err(Error::msgpack(1, "bad magic"));
     }
     let version = MsgpackVersion::try_from(c.uint()?)?;
@@ -293,11 +333,11 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
         .into());
     }
     match version {
-        MsgpackVersion::V1 => read_v1(&bytes[..content_len], header_len, &header),
+        MsgpackVersion::V1 => layout_v1(&bytes[..content_len], header_len, &header),
     }
 }
 
-fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMeta> {
+fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Result<Layout<'a>> {
     if header.flags & !KNOWN_FLAGS != 0 {
         return Err(Error::msgpack(
             0,
@@ -318,7 +358,9 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
             header.n_items
         )));
     }
-    let mut index = Vec::new();
+    // array_len checked n_items against the bytes left: one entry takes at
+    // least 4 of them.
+    let mut entries = Vec::with_capacity(n_items);
     let mut total_frames: u64 = 0;
     for _ in 0..n_items {
         let at = c.pos;
@@ -328,13 +370,18 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
                 "an index entry is not [id, n_frames, meta_len]",
             ));
         }
-        let id = c.str()?;
+        let id = c.str_ref()?;
         let n_frames = c.uint()?;
         let meta_len = c.uint()?;
         total_frames = total_frames
             .checked_add(n_frames)
-            .ok_or_else(|| Error::item(&id, at, "frame count overflows"))?;
-        index.push((id, n_frames, meta_len, at));
+            .ok_or_else(|| Error::item(id, at, "frame count overflows"))?;
+        entries.push(Entry {
+            id,
+            n_frames,
+            meta_len,
+            at,
+        });
     }
     if total_frames != header.n_frames {
         return Err(c.err(format!(
@@ -375,11 +422,51 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
         return Err(c.err("extra bytes between the meta section and the trailer"));
     }
 
-    let mut meta = ChunkMeta::new();
+    // The items' meta must fill the meta section exactly.
+    let mut blob_pos = 0usize;
+    for e in &entries {
+        blob_pos = item_end(e, blob_pos, blob.len())?;
+    }
+    if blob_pos != blob.len() {
+        return Err(Error::msgpack(
+            blob_at + blob_pos,
+            "meta section has bytes no item claims",
+        ));
+    }
+    Ok(Layout {
+        entries,
+        frames,
+        checksums,
+        blob,
+        blob_at,
+    })
+}
+
+/// Where the meta of entry `e`, starting at `start` in a meta section of
+/// `blob_len` bytes, ends.
+fn item_end(e: &Entry<'_>, start: usize, blob_len: usize) -> Result<usize> {
+    usize::try_from(e.meta_len)
+        .ok()
+        .and_then(|len| start.checked_add(len))
+        .filter(|&end| end <= blob_len)
+        .ok_or_else(|| Error::item(e.id, e.at, "meta_len runs past the meta section"))
+}
+
+/// Decodes every item of a checked layout into the meta model.
+fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
+    let Layout {
+        entries,
+        frames,
+        checksums,
+        blob,
+        blob_at,
+    } = layout;
+    let mut meta = ChunkMeta::with_capacity(entries.len());
     let (mut frame_pos, mut blob_pos) = (0usize, 0usize);
-    for (id, n_frames, meta_len, at) in index {
-        let n =
-            usize::try_from(n_frames).map_err(|_| Error::item(&id, at, "frame count too large"))?;
+    for e in entries {
+        // The frame counts add up to the table's length (checked in layout).
+        let n = usize::try_from(e.n_frames)
+            .map_err(|_| Error::item(e.id, e.at, "frame count too large"))?;
         let frame_info = frames[frame_pos * FRAME_ENTRY_LEN..(frame_pos + n) * FRAME_ENTRY_LEN]
             .chunks_exact(FRAME_ENTRY_LEN)
             .map(|e| FrameInfo {
@@ -398,51 +485,37 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
             .unwrap_or_default();
         frame_pos += n;
 
-        let end = usize::try_from(meta_len)
-            .ok()
-            .and_then(|len| blob_pos.checked_add(len))
-            .filter(|&end| end <= blob.len())
-            .ok_or_else(|| Error::item(&id, at, "meta_len runs past the meta section"))?;
+        let end = item_end(e, blob_pos, blob.len())?;
         let mut item_c = Cursor {
             bytes: &blob[..end],
             pos: blob_pos,
             depth: 0,
         };
-        let offset_base = blob_at;
-        let (meta_data, metalayers) = item_c.item().map_err(|e| {
-            let offset = offset_base as u64 + e.offset().unwrap_or(0);
+        let (meta_data, metalayers) = item_c.item().map_err(|err| {
+            let offset = *blob_at as u64 + err.offset().unwrap_or(0);
             Error::from(ErrorKind::Item {
-                id: id.clone(),
+                id: e.id.to_owned(),
                 offset,
-                reason: format!("bad meta_data: {e}"),
+                reason: format!("bad meta_data: {err}"),
             })
         })?;
         if item_c.pos != end {
             return Err(Error::item(
-                &id,
-                offset_base + item_c.pos,
+                e.id,
+                blob_at + item_c.pos,
                 "meta_len does not match the encoded meta_data",
             ));
         }
         blob_pos = end;
-        if meta.contains(&id) {
-            return Err(Error::item(&id, at, "id appears twice in the index"));
+        let item = ItemMeta {
+            frame_info,
+            meta_data,
+            frame_checksums,
+            metalayers,
+        };
+        if !meta.insert_new(e.id, item) {
+            return Err(Error::item(e.id, e.at, "id appears twice in the index"));
         }
-        meta.insert(
-            id,
-            ItemMeta {
-                frame_info,
-                meta_data,
-                frame_checksums,
-                metalayers,
-            },
-        );
-    }
-    if blob_pos != blob.len() {
-        return Err(Error::msgpack(
-            blob_at + blob_pos,
-            "meta section has bytes no item claims",
-        ));
     }
     Ok(meta)
 }
@@ -536,19 +609,23 @@ impl<'a> Cursor<'a> {
     }
 
     fn str(&mut self) -> Result<String> {
+        self.str_ref().map(str::to_owned)
+    }
+
+    fn str_ref(&mut self) -> Result<&'a str> {
         let at = self.pos;
         let m = self.marker()?;
         self.str_body(m, at)
     }
 
     /// The rest of a string whose marker `m` (at `at`) was just read.
-    fn str_body(&mut self, m: Marker, at: usize) -> Result<String> {
+    fn str_body(&mut self, m: Marker, at: usize) -> Result<&'a str> {
         match m {
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
                 let n = self.len_of(m)?.unwrap_or(0);
                 let start = self.pos;
                 let raw = self.take(n)?;
-                std::str::from_utf8(raw).map(str::to_owned).map_err(|e| {
+                std::str::from_utf8(raw).map_err(|e| {
                     Error::msgpack(start + e.valid_up_to(), "invalid UTF-8 in a string")
                 })
             }
@@ -682,7 +759,7 @@ impl<'a> Cursor<'a> {
             Marker::F32 => Value::Float(f64::from(f32::from_be_bytes(self.array()?))),
             Marker::F64 => Value::Float(f64::from_bits(self.be(8)?)),
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
-                Value::String(self.str_body(m, at)?)
+                Value::String(self.str_body(m, at)?.to_owned())
             }
             Marker::FixExt1
             | Marker::FixExt2
