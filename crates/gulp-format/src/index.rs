@@ -4,6 +4,7 @@
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use crate::error::{ErrorKind, Result};
 use crate::serializer::MetaFormat;
@@ -51,6 +52,7 @@ impl MetaIndex {
     }
 
     /// The id at position `index`.
+    #[inline]
     pub fn id(&self, index: usize) -> Option<&str> {
         let end = *self.ends.get(index)?;
         let start = match index.checked_sub(1) {
@@ -66,8 +68,12 @@ impl MetaIndex {
     }
 
     /// The ids in order.
-    pub fn ids(&self) -> impl ExactSizeIterator<Item = &str> + DoubleEndedIterator {
-        (0..self.len()).map(|i| self.id(i).unwrap_or_default())
+    pub fn ids(&self) -> Ids<'_> {
+        Ids {
+            text: &self.ids,
+            ends: self.ends.iter(),
+            start: 0,
+        }
     }
 
     /// The ids in order with their frame counts.
@@ -75,6 +81,32 @@ impl MetaIndex {
         self.ids().zip(self.frames.iter().copied())
     }
 }
+
+/// The ids of a [`MetaIndex`] in order.
+#[derive(Debug, Clone)]
+pub struct Ids<'a> {
+    text: &'a str,
+    ends: std::slice::Iter<'a, usize>,
+    start: usize,
+}
+
+impl<'a> Iterator for Ids<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let end = *self.ends.next()?;
+        let id = self.text.get(self.start..end).unwrap_or_default();
+        self.start = end;
+        Some(id)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ends.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Ids<'_> {}
 
 /// Reads the ids and frame counts of a meta file of either format, detected
 /// from its first bytes.
@@ -142,17 +174,23 @@ impl IndexBuilder {
             let from = if i == 0 { 0 } else { ends[i - 1] };
             ids.get(from..ends[i]).unwrap_or_default()
         };
-        if let Some(&earlier) = self.seen.find(hash, |&i| id_at(i) == id) {
-            self.index.ids.truncate(start);
-            return Some(earlier);
-        }
         let hasher = &self.hasher;
-        let position = ends.len();
-        self.seen
-            .insert_unique(hash, position, |&i| hasher.hash_one(id_at(i)));
-        self.index.ends.push(self.index.ids.len());
-        self.index.frames.push(frames);
-        None
+        match self
+            .seen
+            .entry(hash, |&i| id_at(i) == id, |&i| hasher.hash_one(id_at(i)))
+        {
+            Entry::Occupied(earlier) => {
+                let earlier = *earlier.get();
+                self.index.ids.truncate(start);
+                Some(earlier)
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(ends.len());
+                self.index.ends.push(self.index.ids.len());
+                self.index.frames.push(frames);
+                None
+            }
+        }
     }
 
     /// Sets the frame count of the item at `position` (a repeated JSON id

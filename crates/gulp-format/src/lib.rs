@@ -51,7 +51,7 @@ mod serializer;
 mod value;
 
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::index::{MetaIndex, read_index};
+pub use crate::index::{Ids, MetaIndex, read_index};
 pub use crate::json::JsonSerializer;
 pub use crate::layout::{
     ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX, PAD_BYTE,

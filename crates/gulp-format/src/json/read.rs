@@ -175,6 +175,32 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn frame_number(&mut self, id: &str, k: usize) -> Result<u64> {
+        // Fast path: 1 to 18 digits, no leading zero, then neither a digit
+        // nor the start of a fraction or exponent. Anything else (errors
+        // included) takes the careful path below.
+        let bytes = self.bytes;
+        let start = self.pos;
+        let mut n = 0u64;
+        let mut end = start;
+        while end - start < 18 {
+            match bytes.get(end) {
+                Some(&b @ b'0'..=b'9') => n = n * 10 + u64::from(b - b'0'),
+                _ => break,
+            }
+            end += 1;
+        }
+        let digits = end - start;
+        let plain = digits > 0
+            && (digits == 1 || bytes[start] != b'0')
+            && !matches!(bytes.get(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E'));
+        if plain {
+            self.pos = end;
+            return Ok(n);
+        }
+        self.frame_number_checked(id, k)
+    }
+
+    fn frame_number_checked(&mut self, id: &str, k: usize) -> Result<u64> {
         const NAMES: [&str; 3] = ["loc", "pad", "length"];
         let at = self.pos;
         let mut n: u64 = 0;

@@ -33,7 +33,10 @@ impl<'a> Parser<'a> {
             loop {
                 self.skip_ws();
                 let start = index.arena().len();
-                self.string_into(index.arena(), "expected a string id")?;
+                match self.plain_string() {
+                    Some(text) => index.arena().push_str(text),
+                    None => self.string_into(index.arena(), "expected a string id")?,
+                }
                 self.skip_ws();
                 self.expect(b':', "expected ':' after the id")?;
                 self.skip_ws();
@@ -111,22 +114,28 @@ impl<'a> Parser<'a> {
 
     /// A string's text, borrowed from the input when it has no escapes.
     fn key(&mut self, what: &str) -> Result<Cow<'a, str>> {
-        let bytes = self.bytes;
-        if self.peek() == Some(b'"') {
-            let start = self.pos + 1;
-            let end = bytes[start..]
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                .map(|i| start + i);
-            if let Some(end) = end.filter(|&end| bytes[end] == b'"') {
-                if let Ok(text) = std::str::from_utf8(&bytes[start..end]) {
-                    self.pos = end + 1;
-                    return Ok(Cow::Borrowed(text));
-                }
-            }
+        match self.plain_string() {
+            Some(text) => Ok(Cow::Borrowed(text)),
+            // Escapes, or an error to report as the full parser does.
+            None => self.string(what).map(Cow::Owned),
         }
-        // Escapes, or an error to report as the full parser does.
-        self.string(what).map(Cow::Owned)
+    }
+
+    /// The string at `pos` if it is plain ASCII without escapes (moving past
+    /// it); otherwise `None`, and nothing moves.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let bytes = self.bytes;
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.pos + 1;
+        let end = start + string_stop(&bytes[start..])?;
+        if bytes[end] != b'"' {
+            return None;
+        }
+        let text = std::str::from_utf8(&bytes[start..end]).ok()?;
+        self.pos = end + 1;
+        Some(text)
     }
 
     /// Moves past a string, checking it as `Parser::string` does.
@@ -136,12 +145,10 @@ impl<'a> Parser<'a> {
         }
         let bytes = self.bytes;
         let start = self.pos;
+        let mut ascii = true;
         loop {
             let rest = &bytes[self.pos..];
-            let Some(i) = rest
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-            else {
+            let Some(i) = string_stop(rest) else {
                 self.pos = bytes.len();
                 return Err(Error::json(self.pos, "unterminated string"));
             };
@@ -151,13 +158,19 @@ impl<'a> Parser<'a> {
                 b'\\' => {
                     self.escape()?;
                 }
+                0x80.. => {
+                    ascii = false;
+                    self.pos += 1;
+                }
                 _ => return Err(self.err("control character in a string")),
             }
         }
         // Escapes are ASCII, so the raw text is valid UTF-8 exactly when each
         // run between them is, which is what the full parser checks.
-        std::str::from_utf8(&bytes[start..self.pos])
-            .map_err(|e| Error::json(start + e.valid_up_to(), "invalid UTF-8 in a string"))?;
+        if !ascii {
+            std::str::from_utf8(&bytes[start..self.pos])
+                .map_err(|e| Error::json(start + e.valid_up_to(), "invalid UTF-8 in a string"))?;
+        }
         self.pos += 1;
         Ok(())
     }
@@ -253,4 +266,33 @@ impl<'a> Parser<'a> {
             None => Err(self.err("unexpected end of file, expected a value")),
         }
     }
+}
+
+/// The position of the first byte of `bytes` that ends a run of plain string
+/// text: `"`, a backslash, a control character or a non-ASCII byte. Eight
+/// bytes at a time: for each test, the lowest byte flagged by the
+/// "has a zero byte" trick is exact (false positives only follow a match).
+fn string_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    while let Some(word) = bytes.get(at..at + 8) {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        let flags = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (x.wrapping_sub(ONES * 0x20) & !x)
+            | x;
+        let flags = flags & HIGH;
+        if flags != 0 {
+            let byte = usize::try_from(flags.trailing_zeros() / 8).unwrap_or(0);
+            return Some(at + byte);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+        .map(|i| at + i)
 }
