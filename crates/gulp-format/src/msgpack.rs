@@ -364,15 +364,18 @@ fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Resul
     let mut total_frames: u64 = 0;
     for _ in 0..n_items {
         let at = c.pos;
-        if c.array_len()? != 3 {
-            return Err(Error::msgpack(
-                at,
-                "an index entry is not [id, n_frames, meta_len]",
-            ));
-        }
-        let id = c.str_ref()?;
-        let n_frames = c.uint()?;
-        let meta_len = c.uint()?;
+        let (id, n_frames, meta_len) = match c.short_index_entry() {
+            Some(entry) => entry,
+            None => {
+                if c.array_len()? != 3 {
+                    return Err(Error::msgpack(
+                        at,
+                        "an index entry is not [id, n_frames, meta_len]",
+                    ));
+                }
+                (c.str_ref()?, c.uint()?, c.uint()?)
+            }
+        };
         total_frames = total_frames
             .checked_add(n_frames)
             .ok_or_else(|| Error::item(id, at, "frame count overflows"))?;
@@ -544,6 +547,7 @@ impl<'a> Cursor<'a> {
         Error::msgpack(self.pos, reason)
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self
             .pos
@@ -606,10 +610,6 @@ impl<'a> Cursor<'a> {
                 format!("expected an array, found {m:?}"),
             )),
         }
-    }
-
-    fn str(&mut self) -> Result<String> {
-        self.str_ref().map(str::to_owned)
     }
 
     fn str_ref(&mut self) -> Result<&'a str> {
@@ -701,7 +701,81 @@ impl<'a> Cursor<'a> {
         match m {
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => self.list(m, at),
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => self.map(m, at),
+            Marker::FixStr(n) => Ok(Value::String(self.fixstr(n, at)?.to_owned())),
             _ => self.scalar(m, at),
+        }
+    }
+
+    /// A fixstr of `n` bytes whose marker (at `at`) was just read: the
+    /// common case of `str_body`, which it falls back to (for its errors).
+    #[inline]
+    fn fixstr(&mut self, n: u8, at: usize) -> Result<&'a str> {
+        let start = self.pos;
+        let end = start + usize::from(n);
+        if let Some(text) = self
+            .bytes
+            .get(start..end)
+            .and_then(|raw| std::str::from_utf8(raw).ok())
+        {
+            self.pos = end;
+            return Ok(text);
+        }
+        self.str_body(Marker::FixStr(n), at)
+    }
+
+    /// An index entry in its usual form, `93`, a fixstr id, and two
+    /// integers below 2^16, moving past it; `None` (nothing consumed) for any
+    /// other form, which the general path then reads or rejects.
+    #[inline]
+    fn short_index_entry(&mut self) -> Option<(&'a str, u64, u64)> {
+        let bytes = self.bytes;
+        let mut p = self.pos;
+        if *bytes.get(p)? != 0x93 {
+            return None;
+        }
+        let marker = *bytes.get(p + 1)?;
+        if marker & 0xe0 != 0xa0 {
+            return None;
+        }
+        let start = p + 2;
+        p = start + usize::from(marker & 0x1f);
+        let id = std::str::from_utf8(bytes.get(start..p)?).ok()?;
+        let mut small_uint = || -> Option<u64> {
+            let b = *bytes.get(p)?;
+            match b {
+                0x00..=0x7f => {
+                    p += 1;
+                    Some(u64::from(b))
+                }
+                0xcc => {
+                    let v = *bytes.get(p + 1)?;
+                    p += 2;
+                    Some(u64::from(v))
+                }
+                0xcd => {
+                    let v = bytes.get(p + 1..p + 3)?;
+                    p += 3;
+                    Some(u64::from(u16::from_be_bytes([v[0], v[1]])))
+                }
+                _ => None,
+            }
+        };
+        let n_frames = small_uint()?;
+        let meta_len = small_uint()?;
+        self.pos = p;
+        Some((id, n_frames, meta_len))
+    }
+
+    /// A map key: a string, usually a fixstr.
+    #[inline]
+    fn key(&mut self) -> Result<&'a str> {
+        let at = self.pos;
+        match self.bytes.get(at) {
+            Some(&b) if b & 0xe0 == 0xa0 => {
+                self.pos += 1;
+                self.fixstr(b & 0x1f, at)
+            }
+            _ => self.str_ref(),
         }
     }
 
@@ -723,7 +797,7 @@ impl<'a> Cursor<'a> {
         self.descend(at)?;
         let mut map = Map::with_capacity_and_hasher(n, Default::default());
         for _ in 0..n {
-            let key = self.str()?;
+            let key = self.key()?.to_owned();
             let value = self.value()?;
             if map.insert(key, value).is_some() {
                 return Err(Error::msgpack(at, "map has a repeated key"));
@@ -735,7 +809,7 @@ impl<'a> Cursor<'a> {
 
     /// A value other than a list or map, whose marker `m` (at `at`) was just
     /// read.
-    #[inline(never)]
+    #[cfg_attr(debug_assertions, inline(never))]
     fn scalar(&mut self, m: Marker, at: usize) -> Result<Value> {
         let value = match m {
             Marker::Null => Value::Null,

@@ -120,12 +120,13 @@ impl<'a> Parser<'a> {
 
     fn frame_info(&mut self, id: &str) -> Result<Vec<FrameInfo>> {
         let mut frames = Vec::new();
-        self.frame_info_with(id, |fi| frames.push(fi))?;
+        self.frame_info_with::<false>(id, |fi| frames.push(fi))?;
         Ok(frames)
     }
 
-    /// Parses a `frame_info` list, handing each entry to `each`.
-    pub(super) fn frame_info_with(
+    /// Parses a `frame_info` list, handing each entry to `each`; `FAST`
+    /// tries [`fast_frame_number`](Self::fast_frame_number) first.
+    pub(super) fn frame_info_with<const FAST: bool>(
         &mut self,
         id: &str,
         mut each: impl FnMut(FrameInfo),
@@ -150,7 +151,10 @@ impl<'a> Parser<'a> {
             let mut triple = [0u64; 3];
             for (k, slot) in triple.iter_mut().enumerate() {
                 self.skip_ws();
-                *slot = self.frame_number(id, k)?;
+                *slot = match FAST.then(|| self.fast_frame_number()).flatten() {
+                    Some(n) => n,
+                    None => self.frame_number(id, k)?,
+                };
                 self.skip_ws();
                 let sep = if k == 2 { b']' } else { b',' };
                 if !self.eat(sep) {
@@ -174,10 +178,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub(super) fn frame_number(&mut self, id: &str, k: usize) -> Result<u64> {
-        // Fast path: 1 to 18 digits, no leading zero, then neither a digit
-        // nor the start of a fraction or exponent. Anything else (errors
-        // included) takes the careful path below.
+    /// A `frame_info` number in its common form: 1 to 18 digits, no leading
+    /// zero, then neither a digit nor the start of a fraction or exponent,
+    /// which cannot overflow. `None` (nothing consumed) for anything else,
+    /// which [`frame_number`](Self::frame_number) then reads or rejects.
+    pub(super) fn fast_frame_number(&mut self) -> Option<u64> {
         let bytes = self.bytes;
         let start = self.pos;
         let mut n = 0u64;
@@ -193,14 +198,13 @@ impl<'a> Parser<'a> {
         let plain = digits > 0
             && (digits == 1 || bytes[start] != b'0')
             && !matches!(bytes.get(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E'));
-        if plain {
+        plain.then(|| {
             self.pos = end;
-            return Ok(n);
-        }
-        self.frame_number_checked(id, k)
+            n
+        })
     }
 
-    fn frame_number_checked(&mut self, id: &str, k: usize) -> Result<u64> {
+    pub(super) fn frame_number(&mut self, id: &str, k: usize) -> Result<u64> {
         const NAMES: [&str; 3] = ["loc", "pad", "length"];
         let at = self.pos;
         let mut n: u64 = 0;
