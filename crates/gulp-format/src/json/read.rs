@@ -120,13 +120,12 @@ impl<'a> Parser<'a> {
 
     fn frame_info(&mut self, id: &str) -> Result<Vec<FrameInfo>> {
         let mut frames = Vec::new();
-        self.frame_info_with::<false>(id, |fi| frames.push(fi))?;
+        self.frame_info_with(id, |fi| frames.push(fi))?;
         Ok(frames)
     }
 
-    /// Parses a `frame_info` list, handing each entry to `each`; `FAST`
-    /// tries [`fast_frame_number`](Self::fast_frame_number) first.
-    pub(super) fn frame_info_with<const FAST: bool>(
+    /// Parses a `frame_info` list, handing each entry to `each`.
+    pub(super) fn frame_info_with(
         &mut self,
         id: &str,
         mut each: impl FnMut(FrameInfo),
@@ -151,7 +150,7 @@ impl<'a> Parser<'a> {
             let mut triple = [0u64; 3];
             for (k, slot) in triple.iter_mut().enumerate() {
                 self.skip_ws();
-                *slot = match FAST.then(|| self.fast_frame_number()).flatten() {
+                *slot = match self.fast_frame_number() {
                     Some(n) => n,
                     None => self.frame_number(id, k)?,
                 };
@@ -182,7 +181,7 @@ impl<'a> Parser<'a> {
     /// zero, then neither a digit nor the start of a fraction or exponent,
     /// which cannot overflow. `None` (nothing consumed) for anything else,
     /// which [`frame_number`](Self::frame_number) then reads or rejects.
-    pub(super) fn fast_frame_number(&mut self) -> Option<u64> {
+    fn fast_frame_number(&mut self) -> Option<u64> {
         let bytes = self.bytes;
         let start = self.pos;
         let mut n = 0u64;
@@ -204,7 +203,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    pub(super) fn frame_number(&mut self, id: &str, k: usize) -> Result<u64> {
+    fn frame_number(&mut self, id: &str, k: usize) -> Result<u64> {
         const NAMES: [&str; 3] = ["loc", "pad", "length"];
         let at = self.pos;
         let mut n: u64 = 0;

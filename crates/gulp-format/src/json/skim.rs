@@ -76,7 +76,7 @@ impl<'a> Parser<'a> {
                 match &*key {
                     "frame_info" => {
                         let mut n = 0u64;
-                        self.frame_info_with::<true>(id, |_| n += 1)?;
+                        self.frame_info_with(id, |_| n += 1)?;
                         frames = Some(n);
                     }
                     "meta_data" => {
