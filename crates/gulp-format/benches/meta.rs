@@ -57,6 +57,9 @@ fn bench_meta(c: &mut Criterion) {
         let bytes = format.serializer().to_vec(&meta).unwrap_or_default();
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.bench_function(format.name(), |b| b.iter(|| read_meta(black_box(&bytes))));
+        group.bench_function(format!("{} without drop", format.name()), |b| {
+            b.iter_with_large_drop(|| read_meta(black_box(&bytes)))
+        });
     }
     // The same chunk with `meta_data` reduced to null: the cost of ids,
     // frame_info and checksums alone.

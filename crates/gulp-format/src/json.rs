@@ -8,6 +8,7 @@
 //! `", "` and `": "`, ASCII-only output with `\uXXXX` escapes, no newline.
 
 mod read;
+mod skim;
 mod write;
 
 use crate::error::Result;
@@ -21,6 +22,11 @@ pub(crate) use self::write::write_value;
 /// nothing gulpio2 can write or read is refused; the limit keeps hostile
 /// input from exhausting the stack.
 pub(crate) const MAX_DEPTH: usize = 1024;
+
+/// The ids and frame counts of a JSON meta, the whole file checked.
+pub(crate) fn read_index(bytes: &[u8]) -> Result<crate::index::MetaIndex> {
+    read::Parser::new(bytes).index()
+}
 
 /// The GulpIO-compatible JSON serializer.
 #[derive(Debug, Clone, Copy, Default)]

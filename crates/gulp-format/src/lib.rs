@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod index;
 mod json;
 mod layout;
 mod meta;
@@ -50,6 +51,7 @@ mod serializer;
 mod value;
 
 pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::index::{Ids, MetaIndex, read_index};
 pub use crate::json::JsonSerializer;
 pub use crate::layout::{
     ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX, PAD_BYTE,

@@ -41,6 +41,13 @@ impl ChunkMeta {
         ChunkMeta::default()
     }
 
+    /// An empty chunk meta with room for `n` items.
+    pub fn with_capacity(n: usize) -> ChunkMeta {
+        ChunkMeta {
+            items: IndexMap::with_capacity_and_hasher(n, Default::default()),
+        }
+    }
+
     /// Number of items.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -111,6 +118,18 @@ impl ChunkMeta {
     /// Inserts or replaces a whole item, keeping the position of an existing id.
     pub fn insert(&mut self, id: String, item: ItemMeta) -> Option<ItemMeta> {
         self.items.insert(id, item)
+    }
+
+    /// Adds an item with a new id at the end; `false` (and no change) if the
+    /// id is already there.
+    pub(crate) fn insert_new(&mut self, id: &str, item: ItemMeta) -> bool {
+        match self.items.entry(id.to_owned()) {
+            indexmap::map::Entry::Vacant(slot) => {
+                slot.insert(item);
+                true
+            }
+            indexmap::map::Entry::Occupied(_) => false,
+        }
     }
 
     /// The end of the last record of the last item — the data file size that

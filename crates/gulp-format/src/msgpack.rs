@@ -19,6 +19,7 @@ use rmp::Marker;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::index::{IndexBuilder, MetaIndex};
 use crate::layout::FrameInfo;
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::serializer::{MetaFormat, Serializer};
@@ -239,8 +240,47 @@ fn write_value(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// One index entry, `[id, n_frames, meta_len]`, and its byte offset.
+struct Entry<'a> {
+    id: &'a str,
+    n_frames: u64,
+    meta_len: u64,
+    at: usize,
+}
+
+/// A msgpack meta whose header, trailer, fingerprint, index and section
+/// lengths have been checked, with each item's meta still encoded.
+struct Layout<'a> {
+    entries: Vec<Entry<'a>>,
+    frames: &'a [u8],
+    checksums: Option<&'a [u8]>,
+    blob: &'a [u8],
+    blob_at: usize,
+}
+
 fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
-    // Header first, so that a file from a newer version says so.
+    let layout = layout(bytes)?;
+    read_items(&layout)
+}
+
+/// The ids and frame counts of a msgpack meta: everything [`read_meta`]
+/// checks except the encoding of each item's `meta_data` and metalayers.
+pub(crate) fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
+    let layout = layout(bytes)?;
+    let mut index = IndexBuilder::new(MetaFormat::Msgpack, layout.entries.len());
+    for e in &layout.entries {
+        let start = index.arena().len();
+        index.arena().push_str(e.id);
+        if index.finish_id(start, e.n_frames).is_some() {
+            return Err(Error::item(e.id, e.at, "id appears twice in the index"));
+        }
+    }
+    Ok(index.finish())
+}
+
+/// Checks everything but the items' encoded meta (`docs/format.md` §4.8,
+/// steps 1–6, and that the `meta_len`s exactly fill the meta section).
+fn layout(bytes: &[u8]) -> Result<Layout<'_>> {
     // Magic and version first, read by hand so that a file of a newer version
     // says so even if its header has other fields.
     let mut c = Cursor {
@@ -249,7 +289,7 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
         depth: 0,
     };
     let fields = c.array_len()?;
-    if c.str()? != MAGIC_STR {
+    if c.str_ref()? != MAGIC_STR {
         return Err(Error::msgpack(1, "bad magic"));
     }
     let version = MsgpackVersion::try_from(c.uint()?)?;
@@ -299,11 +339,11 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
         .into());
     }
     match version {
-        MsgpackVersion::V1 => read_v1(&bytes[..content_len], header_len, &header),
+        MsgpackVersion::V1 => layout_v1(&bytes[..content_len], header_len, &header),
     }
 }
 
-fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMeta> {
+fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Result<Layout<'a>> {
     if header.flags & !KNOWN_FLAGS != 0 {
         return Err(Error::msgpack(
             0,
@@ -324,23 +364,33 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
             header.n_items
         )));
     }
-    let mut index = Vec::new();
+    // array_len checked n_items against the bytes left: one entry takes at
+    // least 4 of them.
+    let mut entries = Vec::with_capacity(n_items);
     let mut total_frames: u64 = 0;
     for _ in 0..n_items {
         let at = c.pos;
-        if c.array_len()? != 3 {
-            return Err(Error::msgpack(
-                at,
-                "an index entry is not [id, n_frames, meta_len]",
-            ));
-        }
-        let id = c.str()?;
-        let n_frames = c.uint()?;
-        let meta_len = c.uint()?;
+        let (id, n_frames, meta_len) = match c.short_index_entry() {
+            Some(entry) => entry,
+            None => {
+                if c.array_len()? != 3 {
+                    return Err(Error::msgpack(
+                        at,
+                        "an index entry is not [id, n_frames, meta_len]",
+                    ));
+                }
+                (c.str_ref()?, c.uint()?, c.uint()?)
+            }
+        };
         total_frames = total_frames
             .checked_add(n_frames)
-            .ok_or_else(|| Error::item(&id, at, "frame count overflows"))?;
-        index.push((id, n_frames, meta_len, at));
+            .ok_or_else(|| Error::item(id, at, "frame count overflows"))?;
+        entries.push(Entry {
+            id,
+            n_frames,
+            meta_len,
+            at,
+        });
     }
     if total_frames != header.n_frames {
         return Err(c.err(format!(
@@ -381,11 +431,51 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
         return Err(c.err("extra bytes between the meta section and the trailer"));
     }
 
-    let mut meta = ChunkMeta::new();
+    // The items' meta must fill the meta section exactly.
+    let mut blob_pos = 0usize;
+    for e in &entries {
+        blob_pos = item_end(e, blob_pos, blob.len())?;
+    }
+    if blob_pos != blob.len() {
+        return Err(Error::msgpack(
+            blob_at + blob_pos,
+            "meta section has bytes no item claims",
+        ));
+    }
+    Ok(Layout {
+        entries,
+        frames,
+        checksums,
+        blob,
+        blob_at,
+    })
+}
+
+/// Where the meta of entry `e`, starting at `start` in a meta section of
+/// `blob_len` bytes, ends.
+fn item_end(e: &Entry<'_>, start: usize, blob_len: usize) -> Result<usize> {
+    usize::try_from(e.meta_len)
+        .ok()
+        .and_then(|len| start.checked_add(len))
+        .filter(|&end| end <= blob_len)
+        .ok_or_else(|| Error::item(e.id, e.at, "meta_len runs past the meta section"))
+}
+
+/// Decodes every item of a checked layout into the meta model.
+fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
+    let Layout {
+        entries,
+        frames,
+        checksums,
+        blob,
+        blob_at,
+    } = layout;
+    let mut meta = ChunkMeta::with_capacity(entries.len());
     let (mut frame_pos, mut blob_pos) = (0usize, 0usize);
-    for (id, n_frames, meta_len, at) in index {
-        let n =
-            usize::try_from(n_frames).map_err(|_| Error::item(&id, at, "frame count too large"))?;
+    for e in entries {
+        // The frame counts add up to the table's length (checked in layout).
+        let n = usize::try_from(e.n_frames)
+            .map_err(|_| Error::item(e.id, e.at, "frame count too large"))?;
         let frame_info = frames[frame_pos * FRAME_ENTRY_LEN..(frame_pos + n) * FRAME_ENTRY_LEN]
             .chunks_exact(FRAME_ENTRY_LEN)
             .map(|e| FrameInfo {
@@ -404,51 +494,37 @@ fn read_v1(content: &[u8], header_len: usize, header: &Header) -> Result<ChunkMe
             .unwrap_or_default();
         frame_pos += n;
 
-        let end = usize::try_from(meta_len)
-            .ok()
-            .and_then(|len| blob_pos.checked_add(len))
-            .filter(|&end| end <= blob.len())
-            .ok_or_else(|| Error::item(&id, at, "meta_len runs past the meta section"))?;
+        let end = item_end(e, blob_pos, blob.len())?;
         let mut item_c = Cursor {
             bytes: &blob[..end],
             pos: blob_pos,
             depth: 0,
         };
-        let offset_base = blob_at;
-        let (meta_data, metalayers) = item_c.item().map_err(|e| {
-            let offset = offset_base as u64 + e.offset().unwrap_or(0);
+        let (meta_data, metalayers) = item_c.item().map_err(|err| {
+            let offset = *blob_at as u64 + err.offset().unwrap_or(0);
             Error::from(ErrorKind::Item {
-                id: id.clone(),
+                id: e.id.to_owned(),
                 offset,
-                reason: format!("bad meta_data: {e}"),
+                reason: format!("bad meta_data: {err}"),
             })
         })?;
         if item_c.pos != end {
             return Err(Error::item(
-                &id,
-                offset_base + item_c.pos,
+                e.id,
+                blob_at + item_c.pos,
                 "meta_len does not match the encoded meta_data",
             ));
         }
         blob_pos = end;
-        if meta.contains(&id) {
-            return Err(Error::item(&id, at, "id appears twice in the index"));
+        let item = ItemMeta {
+            frame_info,
+            meta_data,
+            frame_checksums,
+            metalayers,
+        };
+        if !meta.insert_new(e.id, item) {
+            return Err(Error::item(e.id, e.at, "id appears twice in the index"));
         }
-        meta.insert(
-            id,
-            ItemMeta {
-                frame_info,
-                meta_data,
-                frame_checksums,
-                metalayers,
-            },
-        );
-    }
-    if blob_pos != blob.len() {
-        return Err(Error::msgpack(
-            blob_at + blob_pos,
-            "meta section has bytes no item claims",
-        ));
     }
     Ok(meta)
 }
@@ -477,6 +553,7 @@ impl<'a> Cursor<'a> {
         Error::msgpack(self.pos, reason)
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self
             .pos
@@ -541,20 +618,20 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn str(&mut self) -> Result<String> {
+    fn str_ref(&mut self) -> Result<&'a str> {
         let at = self.pos;
         let m = self.marker()?;
         self.str_body(m, at)
     }
 
     /// The rest of a string whose marker `m` (at `at`) was just read.
-    fn str_body(&mut self, m: Marker, at: usize) -> Result<String> {
+    fn str_body(&mut self, m: Marker, at: usize) -> Result<&'a str> {
         match m {
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
                 let n = self.len_of(m)?.unwrap_or(0);
                 let start = self.pos;
                 let raw = self.take(n)?;
-                std::str::from_utf8(raw).map(str::to_owned).map_err(|e| {
+                std::str::from_utf8(raw).map_err(|e| {
                     Error::msgpack(start + e.valid_up_to(), "invalid UTF-8 in a string")
                 })
             }
@@ -630,7 +707,81 @@ impl<'a> Cursor<'a> {
         match m {
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => self.list(m, at),
             Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => self.map(m, at),
+            Marker::FixStr(n) => Ok(Value::String(self.fixstr(n, at)?.to_owned())),
             _ => self.scalar(m, at),
+        }
+    }
+
+    /// A fixstr of `n` bytes whose marker (at `at`) was just read: the
+    /// common case of `str_body`, which it falls back to (for its errors).
+    #[inline]
+    fn fixstr(&mut self, n: u8, at: usize) -> Result<&'a str> {
+        let start = self.pos;
+        let end = start + usize::from(n);
+        if let Some(text) = self
+            .bytes
+            .get(start..end)
+            .and_then(|raw| std::str::from_utf8(raw).ok())
+        {
+            self.pos = end;
+            return Ok(text);
+        }
+        self.str_body(Marker::FixStr(n), at)
+    }
+
+    /// An index entry in its usual form, `93`, a fixstr id, and two
+    /// integers below 2^16, moving past it; `None` (nothing consumed) for any
+    /// other form, which the general path then reads or rejects.
+    #[inline]
+    fn short_index_entry(&mut self) -> Option<(&'a str, u64, u64)> {
+        let bytes = self.bytes;
+        let mut p = self.pos;
+        if *bytes.get(p)? != 0x93 {
+            return None;
+        }
+        let marker = *bytes.get(p + 1)?;
+        if marker & 0xe0 != 0xa0 {
+            return None;
+        }
+        let start = p + 2;
+        p = start + usize::from(marker & 0x1f);
+        let id = std::str::from_utf8(bytes.get(start..p)?).ok()?;
+        let mut small_uint = || -> Option<u64> {
+            let b = *bytes.get(p)?;
+            match b {
+                0x00..=0x7f => {
+                    p += 1;
+                    Some(u64::from(b))
+                }
+                0xcc => {
+                    let v = *bytes.get(p + 1)?;
+                    p += 2;
+                    Some(u64::from(v))
+                }
+                0xcd => {
+                    let v = bytes.get(p + 1..p + 3)?;
+                    p += 3;
+                    Some(u64::from(u16::from_be_bytes([v[0], v[1]])))
+                }
+                _ => None,
+            }
+        };
+        let n_frames = small_uint()?;
+        let meta_len = small_uint()?;
+        self.pos = p;
+        Some((id, n_frames, meta_len))
+    }
+
+    /// A map key: a string, usually a fixstr.
+    #[inline]
+    fn key(&mut self) -> Result<&'a str> {
+        let at = self.pos;
+        match self.bytes.get(at) {
+            Some(&b) if b & 0xe0 == 0xa0 => {
+                self.pos += 1;
+                self.fixstr(b & 0x1f, at)
+            }
+            _ => self.str_ref(),
         }
     }
 
@@ -652,7 +803,7 @@ impl<'a> Cursor<'a> {
         self.descend(at)?;
         let mut map = Map::with_capacity_and_hasher(n.min(MAX_PREALLOC), Default::default());
         for _ in 0..n {
-            let key = self.str()?;
+            let key = self.key()?.to_owned();
             let value = self.value()?;
             if map.insert(key, value).is_some() {
                 return Err(Error::msgpack(at, "map has a repeated key"));
@@ -664,7 +815,7 @@ impl<'a> Cursor<'a> {
 
     /// A value other than a list or map, whose marker `m` (at `at`) was just
     /// read.
-    #[inline(never)]
+    #[cfg_attr(debug_assertions, inline(never))]
     fn scalar(&mut self, m: Marker, at: usize) -> Result<Value> {
         let value = match m {
             Marker::Null => Value::Null,
@@ -688,7 +839,7 @@ impl<'a> Cursor<'a> {
             Marker::F32 => Value::Float(f64::from(f32::from_be_bytes(self.array()?))),
             Marker::F64 => Value::Float(f64::from_bits(self.be(8)?)),
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
-                Value::String(self.str_body(m, at)?)
+                Value::String(self.str_body(m, at)?.to_owned())
             }
             Marker::FixExt1
             | Marker::FixExt2

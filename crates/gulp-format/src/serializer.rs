@@ -111,12 +111,18 @@ pub fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
     }
     match MetaFormat::detect(bytes) {
         Some(format) => format.serializer().read_meta(bytes),
-        None if bytes[0] & 0xf0 == 0x90 && MSGPACK_MAGIC.starts_with(&bytes[1..]) => Err(
-            crate::Error::msgpack(bytes.len(), "file ends inside the header magic"),
-        ),
-        None => Err(ErrorKind::UnknownFormat {
-            prefix: bytes[..bytes.len().min(12)].to_vec(),
+        None => Err(undetected(bytes)),
+    }
+}
+
+/// The error for a non-empty meta file whose format is not detected.
+pub(crate) fn undetected(bytes: &[u8]) -> crate::Error {
+    if bytes.first().is_some_and(|b| b & 0xf0 == 0x90) && MSGPACK_MAGIC.starts_with(&bytes[1..]) {
+        crate::Error::msgpack(bytes.len(), "file ends inside the header magic")
+    } else {
+        ErrorKind::UnknownFormat {
+            prefix: bytes.iter().take(12).copied().collect(),
         }
-        .into()),
+        .into()
     }
 }

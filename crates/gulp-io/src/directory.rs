@@ -2,18 +2,32 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::fmt;
+use std::fs::File;
+use std::hash::BuildHasher;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use gulp_format::{ChunkFile, ChunkMeta, ItemMeta, TEMP_PREFIX, Value, parse_chunk_file_name};
+use gulp_format::{
+    ChunkFile, ChunkMeta, ItemMeta, MetaFormat, MetaIndex, TEMP_PREFIX, Value,
+    parse_chunk_file_name, read_index,
+};
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::reader::{ChunkReader, ReadMode, load_meta};
 use crate::select::Selection;
 
-/// One chunk of a directory: its number, files and meta.
+/// One chunk of a directory: its number, its files, its ids and, once
+/// something needs it, its parsed meta.
+///
+/// Opening a directory reads each meta file's ids and frame counts only
+/// ([`read_index`]); the full meta ([`meta`](Self::meta)) is parsed on first
+/// use, and problems that only the full parse finds (e.g. a malformed
+/// `meta_data` in a msgpack meta) are reported then.
 #[derive(Debug)]
 pub struct ChunkEntry {
     /// The chunk number N of `data_N.gulp`.
@@ -22,9 +36,89 @@ pub struct ChunkEntry {
     pub data_path: PathBuf,
     /// The meta file.
     pub meta_path: PathBuf,
-    /// The parsed meta.
-    pub meta: Arc<ChunkMeta>,
+    index: MetaIndex,
+    meta: OnceLock<Arc<ChunkMeta>>,
+    /// Held while the meta is parsed, so that it is parsed once.
+    loading: Mutex<()>,
     reader: OnceLock<ChunkReader>,
+}
+
+impl ChunkEntry {
+    /// The parsed meta, read from the meta file on the first call.
+    ///
+    /// Errors name the meta file (with the byte offset and id where they
+    /// apply); a failed parse is tried again on the next call.
+    pub fn meta(&self) -> Result<&ChunkMeta> {
+        self.meta_arc().map(|meta| &**meta)
+    }
+
+    /// Whether the meta has been parsed.
+    pub fn is_loaded(&self) -> bool {
+        self.meta.get().is_some()
+    }
+
+    /// The ids and frame counts read when the directory was opened.
+    pub fn index(&self) -> &MetaIndex {
+        &self.index
+    }
+
+    /// The format of the meta file.
+    pub fn format(&self) -> MetaFormat {
+        self.index.format()
+    }
+
+    /// Number of items.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether the chunk holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Number of frames over all items.
+    pub fn n_frames(&self) -> u64 {
+        self.index.n_frames()
+    }
+
+    /// The ids in the order of the meta file.
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.index.ids()
+    }
+
+    fn meta_arc(&self) -> Result<&Arc<ChunkMeta>> {
+        if let Some(meta) = self.meta.get() {
+            return Ok(meta);
+        }
+        let _guard = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(meta) = self.meta.get() {
+            return Ok(meta);
+        }
+        let meta = load_meta(&self.meta_path)?;
+        // The file is read again, so it must still be the one indexed.
+        let same = meta.len() == self.index.len()
+            && meta
+                .iter()
+                .zip(self.index.iter())
+                .all(|((id, item), (id2, n))| id == id2 && item.frame_info.len() as u64 == n);
+        if !same {
+            return Err(ErrorKind::Invalid {
+                path: self.meta_path.clone(),
+                reason: "the meta file changed after the directory was opened (open it again)"
+                    .into(),
+            }
+            .into());
+        }
+        Ok(self.meta.get_or_init(|| Arc::new(meta)))
+    }
+}
+
+/// Where an id is: a chunk (index into `chunks`) and a position in it.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    chunk: u32,
+    item: u32,
 }
 
 /// Something odd about a directory that does not stop it being read.
@@ -58,13 +152,19 @@ impl fmt::Display for DirectoryWarning {
 /// An opened gulp directory.
 ///
 /// Opening lists the directory, pairs `data_N.gulp` with `meta_N.gmeta` in
-/// numeric order, parses the metas (on all cores) and builds the id index;
-/// data files are mapped only when a chunk is first read.
+/// numeric order, reads every meta file's ids and frame counts (on all
+/// cores; the whole file is checked, see [`read_index`]) and builds the id
+/// index, rejecting an id found in two chunks. A chunk's full meta is parsed
+/// when first needed ([`ChunkEntry::meta`]), and its data file mapped when
+/// first read.
 #[derive(Debug)]
 pub struct GulpDirectory {
     dir: PathBuf,
     chunks: Vec<ChunkEntry>,
-    lookup: HashMap<String, u32, foldhash::fast::RandomState>,
+    /// The id index, in shards by hash (built on several threads).
+    lookup: Vec<HashTable<Slot>>,
+    hasher: foldhash::fast::RandomState,
+    n_frames: u64,
     warnings: Vec<DirectoryWarning>,
     max_chunk_seen: Option<u64>,
     mode: ReadMode,
@@ -114,47 +214,40 @@ impl GulpDirectory {
             }
         }
         warnings.sort_by(|a, b| format!("{a}").cmp(&format!("{b}")));
-
-        let metas = parse_metas(&pairs)?;
-        let total: usize = metas.iter().map(|m| m.len()).sum();
-        let mut lookup: HashMap<String, u32, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(total, Default::default());
-        let mut chunks = Vec::with_capacity(pairs.len());
-        for (index, ((chunk, data_path, meta_path), meta)) in
-            pairs.into_iter().zip(metas).enumerate()
-        {
-            let index = u32::try_from(index).map_err(|_| ErrorKind::Invalid {
-                path: dir.clone(),
+        if u32::try_from(pairs.len()).is_err() {
+            return Err(ErrorKind::Invalid {
+                path: dir,
                 reason: "more than 2^32 chunks".into(),
-            })?;
-            for id in meta.ids() {
-                match lookup.entry(id.to_owned()) {
-                    Entry::Vacant(slot) => {
-                        slot.insert(index);
-                    }
-                    Entry::Occupied(slot) => {
-                        let first: &ChunkEntry = &chunks[*slot.get() as usize];
-                        return Err(ErrorKind::DuplicateId {
-                            id: id.to_owned(),
-                            first: first.meta_path.clone(),
-                            second: meta_path,
-                        }
-                        .into());
-                    }
-                }
             }
-            chunks.push(ChunkEntry {
+            .into());
+        }
+
+        let hasher = foldhash::fast::RandomState::default();
+        let (indices, hashes): (Vec<MetaIndex>, Vec<Vec<u64>>) =
+            read_indices(&pairs, &hasher)?.into_iter().unzip();
+        let chunks: Vec<ChunkEntry> = pairs
+            .into_iter()
+            .zip(indices)
+            .map(|((chunk, data_path, meta_path), index)| ChunkEntry {
                 chunk,
                 data_path,
                 meta_path,
-                meta: Arc::new(meta),
+                index,
+                meta: OnceLock::new(),
+                loading: Mutex::new(()),
                 reader: OnceLock::new(),
-            });
-        }
+            })
+            .collect();
+        let lookup = build_lookup(&chunks, &hashes, &hasher)?;
+        let n_frames = chunks
+            .iter()
+            .fold(0u64, |acc, c| acc.saturating_add(c.n_frames()));
         Ok(GulpDirectory {
             dir,
             chunks,
             lookup,
+            hasher,
+            n_frames,
             warnings,
             max_chunk_seen,
             mode,
@@ -178,17 +271,17 @@ impl GulpDirectory {
 
     /// Number of items.
     pub fn len(&self) -> usize {
-        self.lookup.len()
+        self.lookup.iter().map(HashTable::len).sum()
     }
 
     /// Whether the directory holds no item.
     pub fn is_empty(&self) -> bool {
-        self.lookup.is_empty()
+        self.lookup.iter().all(HashTable::is_empty)
     }
 
     /// Number of frames over all items.
     pub fn n_frames(&self) -> usize {
-        self.chunks.iter().map(|c| c.meta.n_frames()).sum()
+        usize::try_from(self.n_frames).unwrap_or(usize::MAX)
     }
 
     /// The number a new chunk should take: one more than any chunk number
@@ -199,18 +292,22 @@ impl GulpDirectory {
 
     /// Whether an item has this id.
     pub fn contains(&self, id: &str) -> bool {
-        self.lookup.contains_key(id)
+        self.find(id).is_some()
     }
 
     /// The chunk holding `id`.
     pub fn chunk_of(&self, id: &str) -> Option<&ChunkEntry> {
-        self.lookup.get(id).map(|&i| &self.chunks[i as usize])
+        self.find(id).map(|slot| &self.chunks[slot.chunk as usize])
     }
 
-    /// The meta of `id`.
+    /// The meta of `id`. The first call for an id of a chunk parses that
+    /// chunk's meta file.
     pub fn item(&self, id: &str) -> Result<&ItemMeta> {
-        self.chunk_of(id)
-            .and_then(|c| c.meta.get(id))
+        let slot = self.find(id).ok_or_else(|| self.unknown(id))?;
+        let meta = self.chunks[slot.chunk as usize].meta()?;
+        // The meta was checked to hold the indexed ids in the same order.
+        meta.get_index(slot.item as usize)
+            .map(|(_, item)| item)
             .ok_or_else(|| self.unknown(id))
     }
 
@@ -227,14 +324,22 @@ impl GulpDirectory {
     }
 
     /// Every item in directory order: chunks in numeric order, items in the
-    /// order of their meta file.
-    pub fn items(&self) -> impl Iterator<Item = (&str, &ItemMeta)> {
-        self.chunks.iter().flat_map(|c| c.meta.iter())
+    /// order of their meta file. Parses every meta not parsed yet (see
+    /// [`load_metas`](Self::load_metas)).
+    pub fn items(&self) -> Result<impl Iterator<Item = (&str, &ItemMeta)>> {
+        Ok(self.load_metas()?.into_iter().flat_map(ChunkMeta::iter))
     }
 
-    /// Every id in directory order.
+    /// Every id in directory order (known since opening: parses nothing).
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.items().map(|(id, _)| id)
+        self.chunks.iter().flat_map(ChunkEntry::ids)
+    }
+
+    /// Parses the meta of every chunk not parsed yet, on all cores, and
+    /// returns them in chunk order; the first error in chunk order wins.
+    pub fn load_metas(&self) -> Result<Vec<&ChunkMeta>> {
+        let results = on_all_cores(self.chunks.len(), || (), |(), i| self.chunks[i].meta());
+        results.into_iter().collect()
     }
 
     /// The reader of the chunk at `index` in [`chunks`](Self::chunks).
@@ -250,7 +355,7 @@ impl GulpDirectory {
             entry.data_path.clone(),
             entry.meta_path.clone(),
             entry.chunk,
-            Arc::clone(&entry.meta),
+            Arc::clone(entry.meta_arc()?),
             self.mode,
         )?;
         Ok(entry.reader.get_or_init(|| reader))
@@ -258,13 +363,20 @@ impl GulpDirectory {
 
     /// The reader of the chunk holding `id`.
     pub fn reader_for(&self, id: &str) -> Result<&ChunkReader> {
-        let index = *self.lookup.get(id).ok_or_else(|| self.unknown(id))?;
-        self.reader(index as usize)
+        let slot = self.find(id).ok_or_else(|| self.unknown(id))?;
+        self.reader(slot.chunk as usize)
     }
 
     /// The selected frames of `id` as JPEG bytes.
     pub fn frames(&self, id: &str, selection: &Selection) -> Result<Vec<Cow<'_, [u8]>>> {
         self.reader_for(id)?.frames(id, selection)
+    }
+
+    fn find(&self, id: &str) -> Option<Slot> {
+        let hash = self.hasher.hash_one(id);
+        self.lookup[shard(hash, self.lookup.len())]
+            .find(hash, |slot| id_at(&self.chunks, *slot) == id)
+            .copied()
     }
 
     fn unknown(&self, id: &str) -> Error {
@@ -276,45 +388,174 @@ impl GulpDirectory {
     }
 }
 
-/// Reads and parses the meta files on all cores; the first error in chunk
-/// order wins.
-fn parse_metas(pairs: &[(u64, PathBuf, PathBuf)]) -> Result<Vec<ChunkMeta>> {
-    let parse = |meta_path: &PathBuf| load_meta(meta_path);
-    let threads = std::thread::available_parallelism()
+/// The id at `slot`.
+fn id_at(chunks: &[ChunkEntry], slot: Slot) -> &str {
+    chunks[slot.chunk as usize]
+        .index
+        .id(slot.item as usize)
+        .unwrap_or_default()
+}
+
+/// The shard of the id index that holds ids with this hash.
+fn shard(hash: u64, shards: usize) -> usize {
+    // The top bits: hashbrown uses the low ones for the bucket and the top 7
+    // for its tags, which stay evenly spread within a shard.
+    usize::try_from((hash >> 32) % (shards as u64)).unwrap_or(0)
+}
+
+/// The id index over all chunks, one shard per core, each built on its own
+/// thread; an id in two chunks is an error naming both meta files.
+fn build_lookup(
+    chunks: &[ChunkEntry],
+    hashes: &[Vec<u64>],
+    hasher: &foldhash::fast::RandomState,
+) -> Result<Vec<HashTable<Slot>>> {
+    let total: usize = chunks.iter().map(ChunkEntry::len).sum();
+    // Below some 10,000 ids a thread costs more than it saves.
+    let shards = std::thread::available_parallelism()
         .map_or(1, usize::from)
-        .min(pairs.len())
+        .min(total / 10_000)
         .max(1);
-    if threads == 1 {
-        return pairs.iter().map(|(_, _, m)| parse(m)).collect();
-    }
-    let mut results: Vec<Option<Result<ChunkMeta>>> = Vec::new();
-    results.resize_with(pairs.len(), || None);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                scope.spawn(move || {
-                    pairs
-                        .iter()
-                        .enumerate()
-                        .skip(t)
-                        .step_by(threads)
-                        .map(|(i, p)| (i, parse(&p.2)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for handle in handles {
-            // A parse never panics; if it did, re-raise it here.
-            let done = handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            for (i, result) in done {
-                results[i] = Some(result);
+    let built = on_all_cores(
+        shards,
+        || (),
+        |(), s| build_shard(chunks, hashes, hasher, s, shards, total / shards),
+    );
+    // Each shard stops at its first repeated id; the first in directory
+    // order is the one a serial build would have found.
+    let mut tables = Vec::with_capacity(shards);
+    let mut first: Option<((usize, usize), Error)> = None;
+    for result in built {
+        match result {
+            Ok(table) => tables.push(table),
+            Err((at, err)) => {
+                if first.as_ref().is_none_or(|(earliest, _)| at < *earliest) {
+                    first = Some((at, err));
+                }
             }
         }
+    }
+    match first {
+        Some((_, err)) => Err(err),
+        None => Ok(tables),
+    }
+}
+
+/// Shard `shard` of `shards` of the id index; a repeated id is an error,
+/// returned with its position (chunk, item).
+fn build_shard(
+    chunks: &[ChunkEntry],
+    hashes: &[Vec<u64>],
+    hasher: &foldhash::fast::RandomState,
+    shard_no: usize,
+    shards: usize,
+    capacity: usize,
+) -> Result<HashTable<Slot>, ((usize, usize), Error)> {
+    let mut table = HashTable::with_capacity(capacity + capacity / 8);
+    let rehash = |slot: &Slot| hasher.hash_one(id_at(chunks, *slot));
+    for (c, (entry, hashes)) in chunks.iter().zip(hashes).enumerate() {
+        // The number of chunks was checked to fit.
+        let chunk = u32::try_from(c).unwrap_or(u32::MAX);
+        for (i, (id, &hash)) in entry.ids().zip(hashes).enumerate() {
+            if shards > 1 && shard(hash, shards) != shard_no {
+                continue;
+            }
+            let item = u32::try_from(i).map_err(|_| {
+                let err = ErrorKind::Invalid {
+                    path: entry.meta_path.clone(),
+                    reason: "more than 2^32 items in one chunk".into(),
+                };
+                ((c, i), Error::from(err))
+            })?;
+            match table.entry(hash, |slot: &Slot| id_at(chunks, *slot) == id, rehash) {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(Slot { chunk, item });
+                }
+                Entry::Occupied(occupied) => {
+                    let first = &chunks[occupied.get().chunk as usize];
+                    let err = ErrorKind::DuplicateId {
+                        id: id.to_owned(),
+                        first: first.meta_path.clone(),
+                        second: entry.meta_path.clone(),
+                    };
+                    return Err(((c, i), err.into()));
+                }
+            }
+        }
+    }
+    Ok(table)
+}
+
+/// Reads the ids of every meta file on all cores, with the hash of each id;
+/// the first error in chunk order wins.
+fn read_indices(
+    pairs: &[(u64, PathBuf, PathBuf)],
+    hasher: &foldhash::fast::RandomState,
+) -> Result<Vec<(MetaIndex, Vec<u64>)>> {
+    // Each thread reads every file into one buffer of its own, which keeps
+    // its pages from one file to the next. (Mapping the files instead was
+    // no faster, and a meta file truncated while mapped would be SIGBUS.)
+    let results = on_all_cores(pairs.len(), Vec::new, |buf: &mut Vec<u8>, i| {
+        let path = &pairs[i].2;
+        buf.clear();
+        File::open(path)
+            .and_then(|mut file| file.read_to_end(buf))
+            .map_err(|e| Error::io("reading", path, e))?;
+        let index = read_index(buf).map_err(|source| {
+            Error::from(ErrorKind::Meta {
+                path: path.clone(),
+                source,
+            })
+        })?;
+        let hashes = index.ids().map(|id| hasher.hash_one(id)).collect();
+        Ok((index, hashes))
     });
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Ok(ChunkMeta::new())))
-        .collect()
+    results.into_iter().collect()
+}
+
+/// `work(state, i)` for every `i` in `0..n`, on up to all cores, each thread
+/// with a `state` of its own; the results in the order of `i`.
+fn on_all_cores<S, T: Send>(
+    n: usize,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> T + Sync,
+) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(n);
+    if threads <= 1 {
+        let mut s = state();
+        return (0..n).map(|i| work(&mut s, i)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let run = || {
+        let mut s = state();
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                return done;
+            }
+            done.push((i, work(&mut s, i)));
+        }
+    };
+    let mut results: Vec<Option<T>> = Vec::new();
+    results.resize_with(n, || None);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(run)).collect();
+        let mut all = vec![run()];
+        for handle in handles {
+            // The work never panics; if it did, re-raise it here.
+            all.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        for (i, result) in all.into_iter().flatten() {
+            results[i] = Some(result);
+        }
+    });
+    // Every index was taken by exactly one thread.
+    results.into_iter().flatten().collect()
 }

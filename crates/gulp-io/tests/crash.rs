@@ -73,7 +73,8 @@ fn check_directory(dir: &Path, committed: u64) {
     );
     for (n, entry) in chunks.iter().enumerate() {
         assert_eq!(entry.chunk, n as u64);
-        assert_eq!(entry.meta.len(), ITEMS);
+        assert_eq!(entry.meta().unwrap().len(), ITEMS);
+        assert_eq!(entry.len(), ITEMS);
         for item in 0..ITEMS {
             let id = format!("{n}-{item}");
             let frames = gulp.frames(&id, &Selection::All).unwrap();

@@ -10,9 +10,9 @@ use crate::value::{BigInt, Map, Value};
 use super::MAX_DEPTH;
 
 pub(crate) struct Parser<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    depth: usize,
+    pub(super) bytes: &'a [u8],
+    pub(super) pos: usize,
+    pub(super) depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -82,7 +82,7 @@ impl<'a> Parser<'a> {
         Ok(value)
     }
 
-    fn end(&mut self) -> Result<()> {
+    pub(super) fn end(&mut self) -> Result<()> {
         self.skip_ws();
         if self.pos < self.bytes.len() {
             return Err(self.err("extra data after the end of the JSON document"));
@@ -143,13 +143,23 @@ impl<'a> Parser<'a> {
     }
 
     fn frame_info(&mut self, id: &str) -> Result<Vec<FrameInfo>> {
+        let mut frames = Vec::new();
+        self.frame_info_with(id, |fi| frames.push(fi))?;
+        Ok(frames)
+    }
+
+    /// Parses a `frame_info` list, handing each entry to `each`.
+    pub(super) fn frame_info_with(
+        &mut self,
+        id: &str,
+        mut each: impl FnMut(FrameInfo),
+    ) -> Result<()> {
         if !self.eat(b'[') {
             return Err(Error::item(id, self.pos, "frame_info is not a list"));
         }
-        let mut frames = Vec::new();
         self.skip_ws();
         if self.eat(b']') {
-            return Ok(frames);
+            return Ok(());
         }
         loop {
             self.skip_ws();
@@ -164,7 +174,10 @@ impl<'a> Parser<'a> {
             let mut triple = [0u64; 3];
             for (k, slot) in triple.iter_mut().enumerate() {
                 self.skip_ws();
-                *slot = self.frame_number(id, k)?;
+                *slot = match self.fast_frame_number() {
+                    Some(n) => n,
+                    None => self.frame_number(id, k)?,
+                };
                 self.skip_ws();
                 let sep = if k == 2 { b']' } else { b',' };
                 if !self.eat(sep) {
@@ -175,17 +188,43 @@ impl<'a> Parser<'a> {
                     ));
                 }
             }
-            frames.push(FrameInfo {
+            each(FrameInfo {
                 loc: triple[0],
                 pad: triple[1],
                 length: triple[2],
             });
             self.skip_ws();
             if self.eat(b']') {
-                return Ok(frames);
+                return Ok(());
             }
             self.expect(b',', "expected ',' or ']' in frame_info")?;
         }
+    }
+
+    /// A `frame_info` number in its common form: 1 to 18 digits, no leading
+    /// zero, then neither a digit nor the start of a fraction or exponent,
+    /// which cannot overflow. `None` (nothing consumed) for anything else,
+    /// which [`frame_number`](Self::frame_number) then reads or rejects.
+    fn fast_frame_number(&mut self) -> Option<u64> {
+        let bytes = self.bytes;
+        let start = self.pos;
+        let mut n = 0u64;
+        let mut end = start;
+        while end - start < 18 {
+            match bytes.get(end) {
+                Some(&b @ b'0'..=b'9') => n = n * 10 + u64::from(b - b'0'),
+                _ => break,
+            }
+            end += 1;
+        }
+        let digits = end - start;
+        let plain = digits > 0
+            && (digits == 1 || bytes[start] != b'0')
+            && !matches!(bytes.get(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E'));
+        plain.then(|| {
+            self.pos = end;
+            n
+        })
     }
 
     fn frame_number(&mut self, id: &str, k: usize) -> Result<u64> {
@@ -300,9 +339,13 @@ impl<'a> Parser<'a> {
     }
 
     fn literal(&mut self, word: &str, value: Value) -> Result<Value> {
+        self.skip_literal(word).map(|()| value)
+    }
+
+    pub(super) fn skip_literal(&mut self, word: &str) -> Result<()> {
         if self.bytes[self.pos..].starts_with(word.as_bytes()) {
             self.pos += word.len();
-            Ok(value)
+            Ok(())
         } else {
             Err(self.err("expected a value"))
         }
@@ -311,6 +354,26 @@ impl<'a> Parser<'a> {
     /// Python's `NUMBER_RE`: `-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?`; an int
     /// unless a fraction or exponent is present.
     fn number(&mut self) -> Result<Value> {
+        let (start, is_float) = self.scan_number()?;
+        // The grammar above admits only ASCII.
+        let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or_default();
+        if is_float {
+            return text
+                .parse()
+                .map(Value::Float)
+                .map_err(|_| Error::json(start, "invalid number"));
+        }
+        match text.parse::<i64>() {
+            Ok(i) => Ok(Value::Int(i)),
+            Err(_) => BigInt::new(text)
+                .map(Value::BigInt)
+                .ok_or_else(|| Error::json(start, "invalid integer")),
+        }
+    }
+
+    /// Moves past a number, returning where it starts and whether it is a
+    /// float (has a fraction or an exponent). Any text this accepts converts.
+    pub(super) fn scan_number(&mut self) -> Result<(usize, bool)> {
         let start = self.pos;
         self.eat(b'-');
         match self.peek() {
@@ -336,20 +399,7 @@ impl<'a> Parser<'a> {
                 is_float = true;
             }
         }
-        // The grammar above admits only ASCII.
-        let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or_default();
-        if is_float {
-            return text
-                .parse()
-                .map(Value::Float)
-                .map_err(|_| Error::json(start, "invalid number"));
-        }
-        match text.parse::<i64>() {
-            Ok(i) => Ok(Value::Int(i)),
-            Err(_) => BigInt::new(text)
-                .map(Value::BigInt)
-                .ok_or_else(|| Error::json(start, "invalid integer")),
-        }
+        Ok((start, is_float))
     }
 
     fn skip_digits(&mut self) {
@@ -358,11 +408,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn string(&mut self, what: &str) -> Result<String> {
+    pub(super) fn string(&mut self, what: &str) -> Result<String> {
+        let mut out = String::new();
+        self.string_into(&mut out, what)?;
+        Ok(out)
+    }
+
+    /// Parses a string, appending its text to `out`.
+    pub(super) fn string_into(&mut self, out: &mut String, what: &str) -> Result<()> {
         if !self.eat(b'"') {
             return Err(self.err(what));
         }
-        let mut out = String::new();
         let mut run = self.pos;
         loop {
             let Some(&b) = self.bytes.get(self.pos) else {
@@ -370,13 +426,13 @@ impl<'a> Parser<'a> {
             };
             match b {
                 b'"' => {
-                    self.push_utf8(&mut out, run)?;
+                    self.push_utf8(out, run)?;
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(());
                 }
                 b'\\' => {
-                    self.push_utf8(&mut out, run)?;
-                    self.escape(&mut out)?;
+                    self.push_utf8(out, run)?;
+                    out.push(self.escape()?);
                     run = self.pos;
                 }
                 0..=0x1f => return Err(self.err("control character in a string")),
@@ -398,7 +454,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn escape(&mut self, out: &mut String) -> Result<()> {
+    /// The character of the escape at `pos` (a backslash), moving past it.
+    pub(super) fn escape(&mut self) -> Result<char> {
         let at = self.pos;
         self.pos += 1; // '\'
         let Some(&c) = self.bytes.get(self.pos) else {
@@ -442,8 +499,7 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(Error::json(at, "invalid escape")),
         };
-        out.push(ch);
-        Ok(())
+        Ok(ch)
     }
 
     fn hex4(&mut self, at: usize) -> Result<u16> {
@@ -462,17 +518,17 @@ impl<'a> Parser<'a> {
         Ok(unit)
     }
 
-    fn skip_ws(&mut self) {
+    pub(super) fn skip_ws(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.pos += 1;
         }
     }
 
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn eat(&mut self, b: u8) -> bool {
+    pub(super) fn eat(&mut self, b: u8) -> bool {
         if self.peek() == Some(b) {
             self.pos += 1;
             true
@@ -481,7 +537,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect(&mut self, b: u8, what: &str) -> Result<()> {
+    pub(super) fn expect(&mut self, b: u8, what: &str) -> Result<()> {
         if self.eat(b) {
             Ok(())
         } else {
@@ -489,7 +545,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn err(&self, reason: impl Into<String>) -> Error {
+    pub(super) fn err(&self, reason: impl Into<String>) -> Error {
         let mut reason = reason.into();
         if self.pos >= self.bytes.len() {
             reason.push_str(" (the file ends here: truncated?)");

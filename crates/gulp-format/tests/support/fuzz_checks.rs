@@ -5,7 +5,9 @@
 //! gulp-format's `fuzz_regressions` and `msgpack_corruption` tests include it
 //! as a module.
 
-use gulp_format::{ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaFormat, read_meta};
+use gulp_format::{
+    ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaFormat, read_index, read_meta,
+};
 
 /// `json_meta`: any bytes through the JSON parser. Whatever parses must write
 /// back to JSON that parses to the same meta (and the same bytes again), and
@@ -17,6 +19,9 @@ pub fn check_json(data: &[u8]) {
     if MetaFormat::detect(data) == Some(MetaFormat::Json) {
         // Detection must route to the same parser.
         assert_eq!(read_meta(data).ok().as_ref(), parsed.as_ref().ok());
+    }
+    if MetaFormat::detect(data) != Some(MetaFormat::Msgpack) {
+        check_index(data, parsed.as_ref().ok());
     }
     if let Ok(meta) = parsed {
         let written = json.to_vec(&meta).expect("the JSON writer never fails");
@@ -58,6 +63,7 @@ pub fn check_msgpack(data: &[u8]) {
     let parsed = msgpack.read_meta(data);
     if MetaFormat::detect(data) == Some(MetaFormat::Msgpack) {
         assert_eq!(read_meta(data).ok().as_ref(), parsed.as_ref().ok());
+        check_index(data, parsed.as_ref().ok());
     }
     let Ok(meta) = parsed else { return };
 
@@ -98,6 +104,35 @@ pub fn check_msgpack(data: &[u8]) {
         from_json, without_extras,
         "msgpack → JSON → meta lost content"
     );
+}
+
+/// What opening a directory reads (`read_index`) must agree with the full
+/// parse (`meta`, `None` if `read_meta` rejects `data`): whenever the full
+/// parse succeeds, the same ids in the same order with the same frame
+/// counts. A JSON meta must also be rejected by both or by neither; a msgpack
+/// meta that the index accepts may still hold an item the full parse rejects
+/// (its `meta_data` is decoded on first access only).
+pub fn check_index(data: &[u8], meta: Option<&ChunkMeta>) {
+    let index = read_index(data);
+    match (meta, index) {
+        (Some(meta), Ok(index)) => {
+            let full: Vec<(&str, u64)> = meta
+                .iter()
+                .map(|(id, item)| (id, item.frame_info.len() as u64))
+                .collect();
+            let skim: Vec<(&str, u64)> = index.iter().collect();
+            assert_eq!(skim, full, "read_index and read_meta disagree");
+            assert_eq!(index.len(), meta.len());
+            assert_eq!(index.n_frames(), meta.n_frames() as u64);
+        }
+        (Some(_), Err(e)) => panic!("read_index rejects what read_meta accepts: {e}"),
+        (None, Ok(index)) => assert_eq!(
+            index.format(),
+            MetaFormat::Msgpack,
+            "read_index accepts a JSON meta that read_meta rejects"
+        ),
+        (None, Err(_)) => {}
+    }
 }
 
 /// Appends a correct trailer to `content`:

@@ -1,0 +1,212 @@
+//! The ids of a chunk meta and their frame counts, read without building the
+//! meta model: what opening a directory needs.
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
+
+use crate::error::{ErrorKind, Result};
+use crate::serializer::MetaFormat;
+
+/// The ids of a chunk meta, in order, with the number of frames of each.
+///
+/// [`read_index`] builds it from the bytes of a meta file much faster than
+/// [`read_meta`](crate::read_meta) builds a [`ChunkMeta`](crate::ChunkMeta):
+/// it allocates a few buffers per chunk rather than several per item. For a
+/// file that `read_meta` accepts, the ids, their order and their frame counts
+/// are exactly those of the `ChunkMeta` (for JSON, a repeated id keeps its
+/// first position and the frame count of its last occurrence, as
+/// `json.load` into an `OrderedDict` does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaIndex {
+    format: MetaFormat,
+    /// Every id, concatenated.
+    ids: String,
+    /// The end of each id in `ids`.
+    ends: Vec<usize>,
+    /// The frame count of each item.
+    frames: Vec<u64>,
+    total_frames: u64,
+}
+
+impl MetaIndex {
+    /// The format of the meta file.
+    pub fn format(&self) -> MetaFormat {
+        self.format
+    }
+
+    /// Number of items.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Total number of frames over all items.
+    pub fn n_frames(&self) -> u64 {
+        self.total_frames
+    }
+
+    /// The id at position `index`.
+    #[inline]
+    pub fn id(&self, index: usize) -> Option<&str> {
+        let end = *self.ends.get(index)?;
+        let start = match index.checked_sub(1) {
+            Some(prev) => self.ends[prev],
+            None => 0,
+        };
+        self.ids.get(start..end)
+    }
+
+    /// The frame count of the item at position `index`.
+    pub fn item_frames(&self, index: usize) -> Option<u64> {
+        self.frames.get(index).copied()
+    }
+
+    /// The ids in order.
+    pub fn ids(&self) -> Ids<'_> {
+        Ids {
+            text: &self.ids,
+            ends: self.ends.iter(),
+            start: 0,
+        }
+    }
+
+    /// The ids in order with their frame counts.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, u64)> {
+        self.ids().zip(self.frames.iter().copied())
+    }
+}
+
+/// The ids of a [`MetaIndex`] in order.
+#[derive(Debug, Clone)]
+pub struct Ids<'a> {
+    text: &'a str,
+    ends: std::slice::Iter<'a, usize>,
+    start: usize,
+}
+
+impl<'a> Iterator for Ids<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let end = *self.ends.next()?;
+        let id = self.text.get(self.start..end).unwrap_or_default();
+        self.start = end;
+        Some(id)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ends.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Ids<'_> {}
+
+/// Reads the ids and frame counts of a meta file of either format, detected
+/// from its first bytes.
+///
+/// The whole file is checked as far as it can be without decoding the
+/// items' `meta_data`: a msgpack meta's header, trailer, fingerprint, index
+/// and section lengths (everything but the encoding of each item's
+/// `meta_data` and metalayers); a JSON meta's whole syntax, every
+/// `frame_info` and the structure of every item, `meta_data` values included.
+/// A JSON meta that `read_index` accepts is one that `read_meta` accepts; a
+/// msgpack meta it accepts may still hold an item that `read_meta` rejects.
+pub fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
+    if bytes.is_empty() {
+        return Err(ErrorKind::Empty.into());
+    }
+    match MetaFormat::detect(bytes) {
+        Some(MetaFormat::Json) => crate::json::read_index(bytes),
+        Some(MetaFormat::Msgpack) => crate::msgpack::read_index(bytes),
+        None => Err(crate::serializer::undetected(bytes)),
+    }
+}
+
+/// Builds a [`MetaIndex`], one id at a time, spotting repeated ids.
+pub(crate) struct IndexBuilder {
+    index: MetaIndex,
+    /// Positions of the ids so far, hashed by id.
+    seen: HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl IndexBuilder {
+    pub(crate) fn new(format: MetaFormat, capacity: usize) -> IndexBuilder {
+        IndexBuilder {
+            index: MetaIndex {
+                format,
+                ids: String::new(),
+                ends: Vec::with_capacity(capacity),
+                frames: Vec::with_capacity(capacity),
+                total_frames: 0,
+            },
+            seen: HashTable::with_capacity(capacity),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    /// The buffer the next id is appended to.
+    pub(crate) fn arena(&mut self) -> &mut String {
+        &mut self.index.ids
+    }
+
+    /// The id being built: what was appended to the arena since `start`.
+    pub(crate) fn pending(&self, start: usize) -> &str {
+        self.index.ids.get(start..).unwrap_or_default()
+    }
+
+    /// Ends the id appended to the arena since `start`, with `frames` frames.
+    /// If the id is new it is added at the end and `None` is returned;
+    /// otherwise it is removed from the arena and its earlier position is
+    /// returned.
+    pub(crate) fn finish_id(&mut self, start: usize, frames: u64) -> Option<usize> {
+        let MetaIndex { ids, ends, .. } = &self.index;
+        let id = ids.get(start..).unwrap_or_default();
+        let hash = self.hasher.hash_one(id);
+        let id_at = |i: usize| {
+            let from = if i == 0 { 0 } else { ends[i - 1] };
+            ids.get(from..ends[i]).unwrap_or_default()
+        };
+        let hasher = &self.hasher;
+        match self
+            .seen
+            .entry(hash, |&i| id_at(i) == id, |&i| hasher.hash_one(id_at(i)))
+        {
+            Entry::Occupied(earlier) => {
+                let earlier = *earlier.get();
+                self.index.ids.truncate(start);
+                Some(earlier)
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(ends.len());
+                self.index.ends.push(self.index.ids.len());
+                self.index.frames.push(frames);
+                None
+            }
+        }
+    }
+
+    /// Sets the frame count of the item at `position` (a repeated JSON id
+    /// takes the value of its last occurrence).
+    pub(crate) fn set_frames(&mut self, position: usize, frames: u64) {
+        if let Some(slot) = self.index.frames.get_mut(position) {
+            *slot = frames;
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> MetaIndex {
+        self.index.total_frames = self
+            .index
+            .frames
+            .iter()
+            .fold(0u64, |acc, &n| acc.saturating_add(n));
+        self.index
+    }
+}
