@@ -261,6 +261,7 @@ fn info_json_fields() {
     let gulp_dir = GulpDirectory::open(&case).unwrap();
     let mut sizes: Vec<u64> = gulp_dir
         .items()
+        .unwrap()
         .flat_map(|(_, item)| item.frame_info.iter().map(|fi| fi.jpeg_len().unwrap()))
         .collect();
     sizes.sort_unstable();
