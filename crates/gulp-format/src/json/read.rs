@@ -31,7 +31,7 @@ impl<'a> Parser<'a> {
 
     /// An error met at the end of the input says that the file may be cut
     /// short, whatever the parser was expecting there.
-    fn hint_truncated(&self, e: Error) -> Error {
+    pub(super) fn hint_truncated(&self, e: Error) -> Error {
         const HINT: &str = " (the file ends here: truncated?)";
         if self.pos < self.bytes.len() {
             return e;

@@ -21,8 +21,14 @@ use super::read::Parser;
 const KIND_WORDS: usize = MAX_DEPTH.div_ceil(64);
 
 impl<'a> Parser<'a> {
-    /// The ids and frame counts of a whole meta file.
+    /// The ids and frame counts of a whole meta file (errors worded as
+    /// [`Parser::chunk_meta`] words them, the truncation hint included).
     pub(crate) fn index(mut self) -> Result<MetaIndex> {
+        let result = self.index_inner();
+        result.map_err(|e| self.hint_truncated(e))
+    }
+
+    fn index_inner(&mut self) -> Result<MetaIndex> {
         // About 1,000 items in 250 KB in typical chunks; a guess only.
         let guess = (self.bytes.len() / 256).min(1 << 16);
         let mut index = IndexBuilder::new(MetaFormat::Json, guess);
