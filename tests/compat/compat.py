@@ -360,7 +360,7 @@ def gulp_reads(ctx, d, extract_ids=None):
         written = read_bytes(meta_path)
         dumped = ctx.gulp("dump-meta", d, "--chunk", str(n)).stdout
         assert dumped == written, "dump-meta --chunk %d differs from meta_%d.gmeta:\n%r\n%r" % (
-            n, dumped[:300], written[:300])
+            n, n, dumped[:300], written[:300])
         merged.update(load_json(written))
     dump = load_json(ctx.gulp("dump-meta", d).stdout)
     assert same_json(dump, merged), "dump-meta differs from the merged meta files"
@@ -546,7 +546,8 @@ EDGE_IDS = ["plain", "\u00e9", "\u65e5\u672c", "\U0001F389", "with space/slash",
 def g2r_padding(ctx):
     out = ctx.tmp("padding")
     rng = np.random.default_rng(20240401)
-    items = [item("pad_" + kind, {"kind": kind}, padded_frames(rng, kind, gulpio2.utils.img_to_jpeg_bytes))
+    items = [item("pad_" + kind, {"kind": kind},
+                  padded_frames(rng, kind, gulpio2.utils.img_to_jpeg_bytes))
              for kind in ("gray", "rgb")]
     gulpio2_ingest(out, items, 10)
     gd = gulp_reads(ctx, out)
