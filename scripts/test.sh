@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then runs every test of the
-# workspace (unit, integration, doc tests, and one pass of each benchmark).
+# workspace (unit, integration, doc tests, and one pass of each benchmark) and
+# the cross-compatibility suite against the real gulpio2 (scripts/compat.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -8,6 +9,7 @@ scripts/deps.sh
 export GULP_PYTHON="$root/.venv/bin/python"
 # Benchmarks run once each as a smoke test; timings come from `cargo bench`.
 cargo test --workspace --benches --release -q
+scripts/compat.sh
 cargo test --workspace --doc
 # The ingest tests once more with the libjpeg-turbo encoder (cargo feature).
 cargo nextest run -p gulp-ingest --features turbojpeg --no-fail-fast
