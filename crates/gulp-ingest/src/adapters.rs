@@ -425,7 +425,17 @@ fn read_text(path: &Path) -> Result<String> {
 }
 
 fn read_json(path: &Path) -> Result<Value> {
-    JsonSerializer::parse_value(&read_bytes(path)?).map_err(|e| Error::input(path, e.to_string()))
+    let bytes = read_bytes(path)?;
+    JsonSerializer::parse_value(&bytes).map_err(|e| {
+        // The parser speaks of meta files; this is an input list.
+        let mut reason = e
+            .to_string()
+            .replacen("invalid JSON meta", "invalid JSON", 1);
+        if e.offset().is_some_and(|o| o >= bytes.len() as u64) {
+            reason.push_str(" (the file ends here: truncated?)");
+        }
+        Error::input(path, reason)
+    })
 }
 
 /// `id;label` or `id` lines (label `dummy`), as gulpio2's 20BN CSV adapters.
