@@ -20,7 +20,8 @@ made (default target/bench-dirs/):
   decodes, and read + decode of every frame through `read_frames`.
 
 Each throughput figure is the best of several passes (the machine may be
-shared). `make-jpeg` writes the photo-like 176x100 JPEG the Rust benches use
+shared). With `--json` the figures are also printed as one JSON object on the
+last line (what scripts/compare.sh reads). `make-jpeg` writes the photo-like 176x100 JPEG the Rust benches use
 (noise, gradients and blurred shapes, encoded by gulpio2's writer at quality
 90); it is deterministic for a given numpy and Pillow.
 """
@@ -146,6 +147,8 @@ def bench(args):
     raw = best_rate(read_all, n_frames)
     raw_direct = best_rate(seek_read_all, n_frames)
     mean_bytes = n_bytes / n_frames
+    res = {"frames": n_frames, "mean_frame_bytes": mean_bytes,
+           "raw_read_frames_per_s": raw, "raw_seek_read_frames_per_s": raw_direct}
     print(f"raw reads (read_frames, identity decoder): {raw:,.0f} frames/s, "
           f"{raw * mean_bytes / 1e6:,.1f} MB/s ({n_frames} frames of {mean_bytes:.0f} B)")
     print(f"raw reads (seek + read on frame_info):     {raw_direct:,.0f} frames/s, "
@@ -166,6 +169,7 @@ def bench(args):
     first = jpeg_bytes_to_img(batch[0])
     height, width = first.shape[:2]
     dec = best_rate(lambda: [jpeg_bytes_to_img(b) for b in batch], len(batch))
+    res.update(decode_1_frames_per_s=dec, frame_width=width, frame_height=height)
     print(f"decode 1 process (jpeg_bytes_to_img): {dec:,.0f} frames/s, "
           f"{dec * width * height / 1e6:,.1f} MP/s ({width}x{height})")
 
@@ -179,13 +183,19 @@ def bench(args):
                     chunk.read_frames(id_)
 
     rd = best_rate(read_decode_all, n_frames, min_seconds=0, min_passes=2)
+    res["read_decode_1_frames_per_s"] = rd
     print(f"read + decode 1 process (read_frames, default decoder): {rd:,.0f} frames/s")
 
     # Directory open.
     best, times, n = bench_open(open_dir, args.open_runs)
+    res.update(open_json_items=n, open_json_min_s=best, open_json_runs_s=times)
     print(f"GulpDirectory() open of {n} items: min {best * 1e3:,.0f} ms "
           f"(runs: {', '.join(f'{t * 1e3:,.0f}' for t in times)} ms)")
     print(f"load average after: {os.getloadavg()}")
+    if args.json:
+        import json
+
+        print(json.dumps(res))
 
 
 def main():
@@ -196,6 +206,8 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "target", "bench-dirs"),
         help="directory holding read-2000x8 and open-200k-json")
     b.add_argument("--open-runs", type=int, default=3)
+    b.add_argument("--json", action="store_true",
+                   help="also print the figures as one JSON object (last line)")
     b.set_defaults(fn=bench)
     m = sub.add_parser("make-jpeg", help="write the photo-like bench JPEG")
     m.add_argument("out")

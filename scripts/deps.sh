@@ -23,7 +23,8 @@ if ! pkg-config --exists libturbojpeg 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq libturbojpeg0-dev pkg-config >/dev/null
 fi
 
-if ! cargo nextest --version >/dev/null 2>&1; then
+# GULP_DEPS_NO_NEXTEST=1 skips it (scripts/compare.sh does not need it).
+if [ -z "${GULP_DEPS_NO_NEXTEST:-}" ] && ! cargo nextest --version >/dev/null 2>&1; then
     echo "deps: installing cargo-nextest" >&2
     cargo install --locked cargo-nextest
 fi

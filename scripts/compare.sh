@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# gulp vs gulpio2 in one run, on the same files and with the same number of
+# workers, and a table of the two with ratios and targets (docs/benchmarks.md,
+# "Comparison: gulp vs gulpio2").
+#
+#   scripts/compare.sh
+#
+# Steps (each prints its wall time; the total is in the report):
+#   1. scripts/deps.sh (ffmpeg, libturbojpeg, the .venv with gulpio2; not
+#      cargo-nextest) and scripts/bench-corpus.sh (real media, built once);
+#   2. release builds of gulp, default (pure-Rust JPEG encoder) and with
+#      --features turbojpeg (libjpeg-turbo), plus the make_bench_dir and
+#      open_phases examples, all in target/compare (target/release is left
+#      alone); the two binaries are copied to target/compare/bin/;
+#   3. ingest (scripts/bench_gulpio2_ingest.py, nproc workers, the same items
+#      per chunk): JPEG folders, videos at 8 fps, at 8 fps and short edge 256,
+#      an image folder; gulpio2 and the turbojpeg build, then the default
+#      build alone;
+#   4. reads on directories made by make_bench_dir (read-2000x8 and 200,000
+#      items in JSON and msgpack meta, ~1.7 GB in all, kept in
+#      target/compare/bench-dirs for the next run): `gulp bench` raw, decode
+#      on 1 thread and on all, the open_phases example's GulpDirectory::open;
+#      scripts/bench_gulpio2_io.py bench on the same directories;
+#   5. the table (scripts/compare_report.py), printed and written to
+#      bench-corpus/results/compare-DATE.md; the raw figures are in
+#      bench-corpus/results/compare-DATE/.
+#
+# Environment: COMPARE_WORKERS (default nproc), COMPARE_INGEST_REPEAT (2),
+# COMPARE_SKIP_DEFAULT_BUILD_INGEST=1 skips the default build's ingest runs.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+case "${1:-}" in
+    "") ;;
+    -h | --help) sed -n '2,30p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+esac
+
+WORKERS="${COMPARE_WORKERS:-$(nproc)}"
+REPEAT="${COMPARE_INGEST_REPEAT:-2}"
+CT="$REPO/target/compare"
+BIN="$CT/bin"
+DIRS="$CT/bench-dirs"
+DATE="$(date +%F)"
+RESULTS="$REPO/bench-corpus/results"
+RES="$RESULTS/compare-$DATE"
+PY="$REPO/.venv/bin/python"
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+T_ALL=$SECONDS
+declare -A PHASE
+log() { echo "compare.sh: $*" >&2; }
+phase_start() { T_PHASE=$SECONDS; log "== $1"; }
+phase_end() { PHASE[$1]=$((SECONDS - T_PHASE)); log "== $1 took ${PHASE[$1]} s"; }
+
+phase_start setup
+GULP_DEPS_NO_NEXTEST=1 scripts/deps.sh
+scripts/bench-corpus.sh
+phase_end setup
+
+phase_start build
+cargo build --release -q -p gulp-cli --target-dir "$CT"
+mkdir -p "$BIN"
+cp "$CT/release/gulp" "$BIN/gulp-default"
+cargo build --release -q -p gulp-io --example make_bench_dir --example open_phases --target-dir "$CT"
+cargo build --release -q -p gulp-cli --features turbojpeg --target-dir "$CT"
+cp "$CT/release/gulp" "$BIN/gulp-turbo"
+phase_end build
+
+rm -rf "$RES"
+mkdir -p "$RES"
+
+phase_start ingest
+ingest() {
+    "$PY" scripts/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat "$REPEAT" \
+        --tasks csv-jpeg,json-8fps,json-8fps-256,image-folder \
+        --gulp-chunk-option=--videos-per-chunk --work-dir "$CT/ingest-out" "$@"
+}
+ingest --gulp-bin "$BIN/gulp-turbo" --json-out "$RES/ingest-turbo.jsonl" >"$RES/ingest-turbo.out" ||
+    log "some ingest runs FAILED (see $RES/ingest-turbo.out); the table leaves them out"
+tail -n 20 "$RES/ingest-turbo.out" >&2
+if [ -z "${COMPARE_SKIP_DEFAULT_BUILD_INGEST:-}" ]; then
+    ingest --skip-gulpio2 --gulp-bin "$BIN/gulp-default" --json-out "$RES/ingest-default.jsonl" \
+        >"$RES/ingest-default.out" ||
+        log "some ingest runs FAILED (see $RES/ingest-default.out); the table leaves them out"
+    tail -n 8 "$RES/ingest-default.out" >&2
+fi
+phase_end ingest
+
+phase_start bench-dirs
+make_dir() { # name, make_bench_dir arguments...
+    local name="$1"
+    shift
+    [ -f "$DIRS/$name.done" ] && return 0
+    rm -rf "${DIRS:?}/$name"
+    mkdir -p "$DIRS"
+    "$CT/release/examples/make_bench_dir" "$DIRS/$name" "$@"
+    touch "$DIRS/$name.done"
+}
+make_dir read-2000x8 --items 2000 --chunks 4 --frames-per-item 8 --meta-format json
+for f in json msgpack; do
+    make_dir "open-200k-$f" --items 200000 --chunks 200 --frames-per-item 4 --meta-format "$f" \
+        --jpeg crates/gulp-io/tests/data/noise-24x16.jpg
+done
+phase_end bench-dirs
+
+phase_start reads
+cat "$DIRS"/read-2000x8/* >/dev/null # warm the page cache
+for i in 1 2 3; do
+    "$BIN/gulp-default" bench "$DIRS/read-2000x8" --raw --json >>"$RES/gulp-raw.json"
+    "$BIN/gulp-default" bench "$DIRS/read-2000x8" --threads 1 --json >>"$RES/gulp-decode-1.json"
+    "$BIN/gulp-default" bench "$DIRS/read-2000x8" --json >>"$RES/gulp-decode-all.json"
+done
+for f in json msgpack; do
+    cat "$DIRS/open-200k-$f"/*.gmeta >/dev/null
+    "$CT/release/examples/open_phases" "$DIRS/open-200k-$f" --runs 5 | tee "$RES/open-$f.txt" >&2
+done
+"$PY" scripts/bench_gulpio2_io.py bench --dirs "$DIRS" --json | tee "$RES/gulpio2-io.json" >&2
+phase_end reads
+
+LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
+TOTAL=$((SECONDS - T_ALL))
+phases_json="$(for k in setup build ingest bench-dirs reads; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
+"$PY" - "$RES/meta.json" <<EOF
+import json, os, platform, subprocess, sys
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+from importlib.metadata import version
+json.dump({
+    "date": "$DATE", "nproc": os.cpu_count(), "cpu": cpu,
+    "mem_gib": round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30, 1),
+    "kernel": "Linux " + platform.release(), "gulpio2": version("gulpio2"),
+    "commit": subprocess.run(["git", "-C", "$REPO", "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip() or "?",
+    "workers": $WORKERS, "ingest_repeat": $REPEAT, "load_start": "$LOAD_START", "load_end": "$LOAD_END",
+    "total_s": $TOTAL, "phases": {${phases_json%,}},
+}, open(sys.argv[1], "w"), indent=1)
+EOF
+"$PY" scripts/compare_report.py "$RES" "$RESULTS/compare-$DATE.md"
+log "report: $RESULTS/compare-$DATE.md (raw figures in $RES/); total $TOTAL s"
