@@ -193,34 +193,28 @@ impl Dataset {
     /// A video folder: `videos_dir/<label>/<video>` with any common video
     /// extension; the id is `<label>-<file name>`.
     pub fn video_folder(videos_dir: &Path, output: &Path) -> Result<Dataset> {
-        let rows = class_folder(videos_dir, is_video_path)?
-            .into_iter()
-            .map(|(id, label, dir, path)| {
-                (
-                    id.clone(),
-                    Value::from(id),
-                    label,
-                    Some(dir),
-                    Source::Video(path),
-                )
-            })
-            .collect();
-        Dataset::with_labels(rows, output, None)
+        Dataset::class_folders(videos_dir, output, is_video_path, Source::Video)
     }
 
     /// An image folder: `images_dir/<label>/<image>` (JPEG, PNG, BMP, GIF,
     /// TIFF, WebP); one frame per item, id `<label>-<file name>`.
     pub fn image_folder(images_dir: &Path, output: &Path) -> Result<Dataset> {
-        let rows = class_folder(images_dir, is_image_path)?
+        Dataset::class_folders(images_dir, output, is_image_path, Source::Image)
+    }
+
+    /// `root/<label>/<file>` for the files `keep` accepts, each an item
+    /// whose frames come from `source(path)`; meta as gulpio2's folder
+    /// adapters write it (with the folder as `path`).
+    fn class_folders(
+        root: &Path,
+        output: &Path,
+        keep: fn(&Path) -> bool,
+        source: fn(PathBuf) -> Source,
+    ) -> Result<Dataset> {
+        let rows = class_folder(root, keep)?
             .into_iter()
             .map(|(id, label, dir, path)| {
-                (
-                    id.clone(),
-                    Value::from(id),
-                    label,
-                    Some(dir),
-                    Source::Image(path),
-                )
+                (id.clone(), Value::from(id), label, Some(dir), source(path))
             })
             .collect();
         Dataset::with_labels(rows, output, None)
