@@ -10,21 +10,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::gulp;
+#[path = "../../gulp-ingest/tests/common.rs"]
+mod media;
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
-
-fn ffmpeg(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("ffmpeg")
-        .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("ffmpeg must be installed (scripts/deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
+use media::ffmpeg;
 
 fn video(path: &Path, size: &str, seconds: f64) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -3,50 +3,17 @@
 //! actually reads, not to what the file claims. A counting global allocator
 //! measures the peak.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
-// The counting allocator forwards to the system allocator; it is the only
-// unsafe code, and only in this test.
-#![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[path = "../../../tests/support/counting_alloc.rs"]
+mod counting_alloc;
+
+use counting_alloc::{ONE_AT_A_TIME, peak_during};
 
 use gulp_format::read_meta;
 
 #[path = "support/fuzz_checks.rs"]
 #[allow(dead_code)] // Only the sealing helper is used here.
 mod fuzz_checks;
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-/// The tests of this file run one at a time, so that the peak is their own.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Peak bytes allocated (above what was live before) while running `f`.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (out, PEAK.load(Ordering::Relaxed) - base)
-}
 
 fn header(n_items: u8, n_frames: u8) -> Vec<u8> {
     let mut b = vec![0x95, 0xa8];

@@ -8,37 +8,17 @@
 // Test code: a panic is a failure with a message.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-
 use gulp_format::MetaFormat;
 
 #[path = "support/fuzz_checks.rs"]
 #[allow(dead_code)] // `unseal` and `has_header` serve the seed generator only.
 mod fuzz_checks;
 
-use fuzz_checks::{check_json, check_msgpack, sealed};
+#[path = "../../../tests/support/saved_inputs.rs"]
+mod saved_inputs;
 
-/// The saved inputs of one target, sorted; fails if the folder is missing or
-/// empty, so that a moved folder cannot turn this test into a no-op.
-fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/fuzz-regressions")
-        .join(target);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "{} holds no inputs", dir.display());
-    paths
-        .into_iter()
-        .map(|path| {
-            let bytes = std::fs::read(&path).unwrap();
-            (path, bytes)
-        })
-        .collect()
-}
+use fuzz_checks::{check_json, check_msgpack, sealed};
+use saved_inputs::inputs;
 
 /// Runs `check` on every input of `target`, naming the input that fails.
 fn replay(target: &str, check: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {

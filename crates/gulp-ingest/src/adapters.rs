@@ -86,18 +86,37 @@ impl DatasetAdapter for Dataset {
     }
 }
 
-/// `{"id": id, "label": label, ["path": path,] "idx": index}`, gulpio2's meta.
-fn labeled_meta(id: Value, label: &str, path: Option<&Path>, labels: &Labels) -> Value {
-    let mut map = Map::default();
-    map.insert("id".into(), id);
-    map.insert("label".into(), Value::from(label));
-    if let Some(p) = path {
-        map.insert("path".into(), Value::from(p.to_string_lossy().into_owned()));
+/// An item before the labels are numbered: its meta gets `"idx"` last.
+struct Row {
+    id: String,
+    meta: Map,
+    label: String,
+    source: Source,
+}
+
+impl Row {
+    /// gulpio2's meta, `{"id": id, "label": label, ["path": path]}` (then
+    /// `"idx"`), with `id_value` the id as the input gave it.
+    fn labeled(
+        id: String,
+        id_value: Value,
+        label: String,
+        path: Option<&Path>,
+        source: Source,
+    ) -> Row {
+        let mut meta = Map::default();
+        meta.insert("id".into(), id_value);
+        meta.insert("label".into(), Value::from(label.as_str()));
+        if let Some(p) = path {
+            meta.insert("path".into(), Value::from(p.to_string_lossy().into_owned()));
+        }
+        Row {
+            id,
+            meta,
+            label,
+            source,
+        }
     }
-    if let Some(idx) = labels.index(label) {
-        map.insert("idx".into(), Value::Int(idx));
-    }
-    Value::Object(map)
 }
 
 impl Dataset {
@@ -106,19 +125,29 @@ impl Dataset {
         self.entries.iter().map(|e| e.id.as_str())
     }
 
-    fn with_labels(
-        rows: Vec<(String, Value, String, Option<PathBuf>, Source)>,
-        output: &Path,
-        frame_rate: Option<f64>,
-    ) -> Result<Dataset> {
-        let labels = Labels::load_and_extend(output, rows.iter().map(|r| r.2.as_str()))?;
+    /// Numbers the rows' labels (after those of `output/label2idx.json`) and
+    /// adds each row's `"idx"`.
+    fn with_labels(rows: Vec<Row>, output: &Path, frame_rate: Option<f64>) -> Result<Dataset> {
+        let labels = Labels::load_and_extend(output, rows.iter().map(|r| r.label.as_str()))?;
         let entries = rows
             .into_iter()
-            .map(|(id, id_value, label, path, source)| Entry {
-                meta: labeled_meta(id_value, &label, path.as_deref(), &labels),
-                id,
-                source,
-            })
+            .map(
+                |Row {
+                     id,
+                     mut meta,
+                     label,
+                     source,
+                 }| {
+                    if let Some(idx) = labels.index(&label) {
+                        meta.insert("idx".into(), Value::Int(idx));
+                    }
+                    Entry {
+                        id,
+                        meta: Value::Object(meta),
+                        source,
+                    }
+                },
+            )
             .collect();
         Ok(Dataset {
             entries,
@@ -153,7 +182,7 @@ impl Dataset {
                 None => return Err(at(&format!("no {label_name:?} field"))),
             };
             let source = Source::VideoIn(videos_dir.join(&id));
-            rows.push((id, id_value, label, None, source));
+            rows.push(Row::labeled(id, id_value, label, None, source));
         }
         Dataset::with_labels(rows, output, Some(TWENTY_BN_FRAME_RATE))
     }
@@ -170,7 +199,7 @@ impl Dataset {
             .into_iter()
             .map(|(id, label)| {
                 let source = Source::Video(videos_dir.join(format!("{id}.webm")));
-                (id.clone(), Value::from(id), label, None, source)
+                Row::labeled(id.clone(), Value::from(id), label, None, source)
             })
             .collect();
         Dataset::with_labels(rows, output, Some(TWENTY_BN_FRAME_RATE))
@@ -184,7 +213,7 @@ impl Dataset {
             .into_iter()
             .map(|(id, label)| {
                 let source = Source::JpegFolder(jpeg_dir.join(&id));
-                (id.clone(), Value::from(id), label, None, source)
+                Row::labeled(id.clone(), Value::from(id), label, None, source)
             })
             .collect();
         Dataset::with_labels(rows, output, None)
@@ -214,7 +243,7 @@ impl Dataset {
         let rows = class_folder(root, keep)?
             .into_iter()
             .map(|(id, label, dir, path)| {
-                (id.clone(), Value::from(id), label, Some(dir), source(path))
+                Row::labeled(id.clone(), Value::from(id), label, Some(&dir), source(path))
             })
             .collect();
         Dataset::with_labels(rows, output, None)
@@ -244,7 +273,7 @@ impl Dataset {
                 ));
             }
             let id = format!("{label}-{path}");
-            rows.push((
+            rows.push(Row::labeled(
                 id.clone(),
                 Value::from(id),
                 label.to_owned(),
@@ -314,29 +343,14 @@ impl Dataset {
                 .or_else(|| videos.get(&id))
                 .cloned()
                 .unwrap_or_else(|| videos_dir.join(format!("{key}.mp4")));
-            rows.push((
+            rows.push(Row {
                 id,
-                Value::Object(meta),
+                meta,
                 label,
-                None::<PathBuf>,
-                Source::Video(source),
-            ));
+                source: Source::Video(source),
+            });
         }
-        let labels = Labels::load_and_extend(output, rows.iter().map(|r| r.2.as_str()))?;
-        let entries = rows
-            .into_iter()
-            .map(|(id, mut meta, label, _, source)| {
-                if let (Value::Object(m), Some(idx)) = (&mut meta, labels.index(&label)) {
-                    m.insert("idx".into(), Value::Int(idx));
-                }
-                Entry { id, meta, source }
-            })
-            .collect();
-        Ok(Dataset {
-            entries,
-            labels: Some(labels),
-            frame_rate: None,
-        })
+        Dataset::with_labels(rows, output, None)
     }
 
     /// ActivityNet: the annotation JSON (`{"database": {youtube_id: entry}}`)

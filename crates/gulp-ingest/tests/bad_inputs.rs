@@ -26,71 +26,22 @@ use gulp_ingest::adapters::Dataset;
 use gulp_ingest::{Error, FrameOptions, IngestOptions, ingest};
 use gulp_io::GulpDirectory;
 
+#[path = "../../../tests/support/bad_manifest.rs"]
+mod bad_manifest;
+
+use bad_manifest::{Expectation, corpus_dir, expectations, files_under};
+
 /// Files of `ingest/` that are not cases.
 const NOT_CASES: &[&str] = &["ingest/make.sh"];
 
 /// The good items around each bad one.
 const GOOD: [&str; 2] = ["good_a", "good_b"];
 
-fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bad")
-}
-
-/// One line of `expectations.txt`: `layer case kind substring...`.
-#[derive(Debug)]
-struct Expectation {
-    line: usize,
-    layer: String,
-    case: String,
-    kind: String,
-    substring: String,
-}
-
-fn expectations() -> Vec<Expectation> {
-    let path = corpus_dir().join("expectations.txt");
-    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut rest = line;
-        let mut field = || {
-            let (f, r) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            rest = r.trim_start();
-            f.to_owned()
-        };
-        let (layer, case, kind) = (field(), field(), field());
-        out.push(Expectation {
-            line: i + 1,
-            layer,
-            case,
-            kind,
-            substring: rest.to_owned(),
-        });
-    }
-    out
-}
-
 fn ingest_expectations() -> Vec<Expectation> {
     expectations()
         .into_iter()
         .filter(|e| e.layer == "ingest")
         .collect()
-}
-
-/// Every file under `dir`, relative to the corpus, with `/` separators.
-fn files_under(dir: &Path, prefix: &str, out: &mut Vec<String>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        let rel = format!("{prefix}/{}", entry.file_name().into_string().unwrap());
-        if entry.file_type().unwrap().is_dir() {
-            files_under(&entry.path(), &rel, out);
-        } else {
-            out.push(rel);
-        }
-    }
 }
 
 /// Copies the files of folder `from` into the new folder `to`.

@@ -1,4 +1,5 @@
-//! Shared helpers for the ingest tests: real media made with the real ffmpeg.
+//! Shared helpers for the ingest tests (also included by gulp-cli's
+//! `tests/ingest.rs`): real media made with the real ffmpeg.
 #![allow(
     dead_code,
     clippy::unwrap_used,
@@ -11,7 +12,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub fn ffmpeg(args: &[&str]) {
+/// Runs the real ffmpeg (quiet, overwriting) and returns its stdout.
+pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
     let out = Command::new("ffmpeg")
         .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"])
         .args(args)
@@ -22,6 +24,7 @@ pub fn ffmpeg(args: &[&str]) {
         "ffmpeg {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
 }
 
 /// gulpio2's integration-test video: 80 frames, 100x100, alternating black

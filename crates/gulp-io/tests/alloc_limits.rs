@@ -3,56 +3,17 @@
 //! the reader allocate in proportion to what is there. A counting global
 //! allocator measures the peak.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
-// The counting allocator forwards to the system allocator; it is the only
-// unsafe code, and only in this test.
-#![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[path = "../../../tests/support/counting_alloc.rs"]
+mod counting_alloc;
+
+use counting_alloc::{ONE_AT_A_TIME, peak_during};
 
 use std::path::Path;
 
 use gulp_io::{
     ColorMode, ErrorKind, GulpDirectory, MAX_DECODE_PIXELS, ReadMode, Selection, decode_jpeg,
 };
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-/// The tests of this file run one at a time, so that the peak is their own.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Peak bytes allocated (above what was live before) while running `f`.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (out, PEAK.load(Ordering::Relaxed) - base)
-}
 
 /// The 8×8 test JPEG with its frame header claiming `height × width`.
 fn jpeg_claiming(height: u16, width: u16) -> Vec<u8> {

@@ -8,9 +8,14 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use gulp_io::{ColorMode, ErrorKind, GulpDirectory, ReadMode, Selection, ZuneDecoder};
+
+#[path = "../../../tests/support/bad_manifest.rs"]
+mod bad_manifest;
+
+use bad_manifest::{corpus_dir, expectations, files_under};
 
 #[path = "../examples/bad_corpus.rs"]
 #[allow(dead_code)] // `main` serves the example only.
@@ -24,70 +29,6 @@ const LAYERS_ELSEWHERE: &[&str] = &["ingest"];
 /// Files of the corpus folder that are not cases (the ingest layer's
 /// generator script included).
 const NOT_CASES: &[&str] = &["README.md", "expectations.txt", "ingest/make.sh"];
-
-fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bad")
-}
-
-/// One line of `expectations.txt`: `layer case kind substring...`.
-#[derive(Debug)]
-struct Expectation {
-    line: usize,
-    layer: String,
-    case: String,
-    kind: String,
-    substring: String,
-}
-
-fn expectations() -> Vec<Expectation> {
-    let path = corpus_dir().join("expectations.txt");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut rest = line;
-        let mut field = || {
-            let (f, r) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            rest = r.trim_start();
-            f.to_owned()
-        };
-        let (layer, case, kind) = (field(), field(), field());
-        assert!(
-            !kind.is_empty(),
-            "expectations.txt line {}: want `layer case kind substring`: {raw}",
-            i + 1
-        );
-        out.push(Expectation {
-            line: i + 1,
-            layer,
-            case,
-            kind,
-            substring: rest.to_owned(),
-        });
-    }
-    out
-}
-
-/// Every file under `dir`, relative to it, with `/` separators.
-fn files_under(dir: &Path, prefix: &str, out: &mut Vec<String>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name().into_string().unwrap();
-        let rel = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        if entry.file_type().unwrap().is_dir() {
-            files_under(&entry.path(), &rel, out);
-        } else {
-            out.push(rel);
-        }
-    }
-}
 
 /// The guard: every file of the corpus belongs to exactly one expectation
 /// (its own path or a folder above it), every expectation names a file or

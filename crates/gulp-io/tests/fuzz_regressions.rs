@@ -6,34 +6,14 @@
 //! the fix so that the bug stays fixed) and inputs of awkward shape.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-use std::path::{Path, PathBuf};
-
 #[path = "support/fuzz_checks.rs"]
 mod fuzz_checks;
+#[path = "../../../tests/support/saved_inputs.rs"]
+mod saved_inputs;
+
+use saved_inputs::inputs;
 
 use fuzz_checks::{check_chunk_read, check_random_ops, chunk_read_seeds, random_ops_seeds};
-
-/// The saved inputs of one target, sorted; fails if the folder is missing or
-/// empty, so that a moved folder cannot turn this test into a no-op.
-fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/fuzz-regressions")
-        .join(target);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "{} holds no inputs", dir.display());
-    paths
-        .into_iter()
-        .map(|path| {
-            let bytes = std::fs::read(&path).unwrap();
-            (path, bytes)
-        })
-        .collect()
-}
 
 /// Runs `check` on every saved input and seed, naming the ones that fail.
 fn replay(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use gulp_ingest::adapters::Dataset;
-use gulp_ingest::{FrameOptions, IngestOptions, IngestReport, Progress, ingest};
+use gulp_ingest::{DatasetAdapter, FrameOptions, IngestOptions, IngestReport, Progress, ingest};
 
 use crate::Outcome;
 use crate::cli::{IngestArgs, IngestKind};
@@ -37,7 +37,7 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
         );
     }
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(dataset_len(&dataset));
+        let bar = indicatif::ProgressBar::new(dataset.len() as u64);
         let style = indicatif::ProgressStyle::with_template(
             "{bar:30} {pos}/{len} items {msg} [{elapsed_precise}, eta {eta}]",
         )
@@ -67,10 +67,6 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
         print_summary(&report, &output, seed)?;
     }
     Ok(Outcome::Success)
-}
-
-fn dataset_len(d: &Dataset) -> u64 {
-    gulp_ingest::DatasetAdapter::len(d) as u64
 }
 
 fn adapter(kind: IngestKind) -> Result<(Dataset, std::path::PathBuf, IngestArgs)> {

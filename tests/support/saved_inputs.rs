@@ -1,0 +1,27 @@
+//! The saved fuzz inputs of a crate, `tests/data/fuzz-regressions/<target>/`
+//! under its manifest directory, for the regression replays of gulp-format
+//! and gulp-io (`fuzz_regressions.rs`, which include this file with `#[path]`).
+
+use std::path::{Path, PathBuf};
+
+/// The saved inputs of one target, sorted; fails if the folder is missing or
+/// empty, so that a moved folder cannot turn this test into a no-op.
+pub fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz-regressions")
+        .join(target);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file())
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "{} holds no inputs", dir.display());
+    paths
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
+        })
+        .collect()
+}
