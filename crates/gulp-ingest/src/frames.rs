@@ -11,6 +11,7 @@ use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 use crate::adapter::{FrameSource, Pixels};
 use crate::error::ItemError;
 use crate::video;
+use crate::yuv::{self, Yuv420};
 
 /// How frames are turned into stored JPEGs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -23,6 +24,33 @@ pub struct FrameOptions {
     /// Sample videos at this rate (ffmpeg's output `-r`); `None` keeps every
     /// frame.
     pub frame_rate: Option<f64>,
+    /// Chroma subsampling of the JPEGs gulp encodes.
+    pub subsampling: Subsampling,
+}
+
+/// Chroma subsampling of encoded JPEGs (stored JPEGs keep theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subsampling {
+    /// The source's chroma resolution: 4:2:0 for video frames (which
+    /// ffmpeg decodes as 4:2:0), 4:4:4 for images and pixels.
+    #[default]
+    Auto,
+    /// 4:4:4, no subsampling: gulpio2's layout for every frame.
+    S444,
+    /// 4:2:0: half the chroma resolution both ways, for every frame.
+    S420,
+}
+
+impl Subsampling {
+    /// Whether images and pixel frames keep full chroma resolution.
+    fn full_for_images(self) -> bool {
+        self != Subsampling::S420
+    }
+
+    /// Whether video frames keep full chroma resolution.
+    fn full_for_video(self) -> bool {
+        self == Subsampling::S444
+    }
 }
 
 impl Default for FrameOptions {
@@ -31,6 +59,7 @@ impl Default for FrameOptions {
             short_edge: None,
             quality: 90,
             frame_rate: None,
+            subsampling: Subsampling::Auto,
         }
     }
 }
@@ -60,7 +89,7 @@ pub fn encode_frames(
                     .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?;
                 let px = resized.as_ref().unwrap_or(px);
                 sink(
-                    encode_jpeg(px, opts.quality)
+                    encode_jpeg_with(px, opts.quality, opts.subsampling.full_for_images())
                         .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?,
                 )?;
             }
@@ -76,17 +105,26 @@ pub fn encode_frames(
                 } else {
                     decode_image(&bytes).and_then(|px| {
                         let resized = resize_short_edge(&px, opts.short_edge, &mut resizer)?;
-                        encode_jpeg(resized.as_ref().unwrap_or(&px), opts.quality)
+                        encode_jpeg_with(
+                            resized.as_ref().unwrap_or(&px),
+                            opts.quality,
+                            opts.subsampling.full_for_images(),
+                        )
                     })
                 };
                 sink(out.map_err(|e| ItemError::at(path, e))?)?;
             }
         }
         FrameSource::Video(path) => {
-            return video::decode_video(path, opts.frame_rate, &mut |px: Pixels| {
-                let resized = resize_short_edge(&px, opts.short_edge, &mut resizer)
-                    .map_err(|e| ItemError::at(path, e))?;
-                let jpeg = encode_jpeg(resized.as_ref().unwrap_or(&px), opts.quality)
+            let full_chroma = opts.subsampling.full_for_video();
+            return video::decode_video(path, opts.frame_rate, &mut |frame: Yuv420| {
+                // Resize first, so that the range mapping runs on the
+                // smaller frame.
+                let mut frame = yuv::resize_short_edge(&frame, opts.short_edge, &mut resizer)
+                    .map_err(|e| ItemError::at(path, e))?
+                    .unwrap_or(frame);
+                frame.expand_range();
+                let jpeg = yuv::encode_jpeg(&frame, opts.quality, full_chroma)
                     .map_err(|e| ItemError::at(path, e))?;
                 sink(jpeg)
             });
@@ -113,7 +151,11 @@ fn jpeg_frame(jpeg: &[u8], opts: &FrameOptions, resizer: &mut Resizer) -> Result
         Some(_) => {
             let px = decode_jpeg(jpeg)?;
             let resized = resize_short_edge(&px, opts.short_edge, resizer)?;
-            encode_jpeg(resized.as_ref().unwrap_or(&px), opts.quality)
+            encode_jpeg_with(
+                resized.as_ref().unwrap_or(&px),
+                opts.quality,
+                opts.subsampling.full_for_images(),
+            )
         }
     }
 }
@@ -249,13 +291,18 @@ pub fn resize_short_edge(
 /// feature the encoder is libjpeg-turbo (what gulpio2's simplejpeg wraps);
 /// otherwise the pure-Rust jpeg-encoder.
 pub fn encode_jpeg(px: &Pixels, quality: u8) -> Result<Vec<u8>, String> {
+    encode_jpeg_with(px, quality, true)
+}
+
+/// [`encode_jpeg`], 4:2:0 unless `full_chroma`.
+pub fn encode_jpeg_with(px: &Pixels, quality: u8, full_chroma: bool) -> Result<Vec<u8>, String> {
     let (w, h) = (
         u16::try_from(px.width)
             .map_err(|_| format!("{} pixels wide: JPEG allows 65535", px.width))?,
         u16::try_from(px.height)
             .map_err(|_| format!("{} pixels high: JPEG allows 65535", px.height))?,
     );
-    encode_with(px, w, h, quality.clamp(1, 100))
+    encode_with(px, w, h, quality.clamp(1, 100), full_chroma)
 }
 
 /// The JPEG encoder this build uses.
@@ -266,7 +313,13 @@ pub const ENCODER: &str = if cfg!(feature = "turbojpeg") {
 };
 
 #[cfg(not(feature = "turbojpeg"))]
-fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, String> {
+fn encode_with(
+    px: &Pixels,
+    w: u16,
+    h: u16,
+    quality: u8,
+    full_chroma: bool,
+) -> Result<Vec<u8>, String> {
     let color = if px.channels == 1 {
         ColorType::Luma
     } else {
@@ -274,7 +327,11 @@ fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, Stri
     };
     let mut out = Vec::with_capacity(px.data.len() / 8 + 1024);
     let mut encoder = Encoder::new(&mut out, quality);
-    encoder.set_sampling_factor(SamplingFactor::F_1_1);
+    encoder.set_sampling_factor(if full_chroma {
+        SamplingFactor::F_1_1
+    } else {
+        SamplingFactor::F_2_2
+    });
     encoder
         .encode(&px.data, w, h, color)
         .map_err(|e| format!("JPEG encoding: {e}"))?;
@@ -282,7 +339,13 @@ fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, Stri
 }
 
 #[cfg(feature = "turbojpeg")]
-fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, String> {
+fn encode_with(
+    px: &Pixels,
+    w: u16,
+    h: u16,
+    quality: u8,
+    full_chroma: bool,
+) -> Result<Vec<u8>, String> {
     use std::cell::RefCell;
     use turbojpeg::{Compressor, Image, PixelFormat, Subsamp};
     thread_local! {
@@ -291,7 +354,14 @@ fn encode_with(px: &Pixels, w: u16, h: u16, quality: u8) -> Result<Vec<u8>, Stri
     let (format, subsamp) = if px.channels == 1 {
         (PixelFormat::GRAY, Subsamp::Gray)
     } else {
-        (PixelFormat::RGB, Subsamp::None)
+        (
+            PixelFormat::RGB,
+            if full_chroma {
+                Subsamp::None
+            } else {
+                Subsamp::Sub2x2
+            },
+        )
     };
     let width = usize::from(w);
     let image = Image {

@@ -36,9 +36,10 @@ pub mod frames;
 mod labels;
 mod pipeline;
 pub mod video;
+pub mod yuv;
 
 pub use crate::adapter::{DatasetAdapter, FrameSource, Item, Pixels};
 pub use crate::error::{Error, ItemError, Result, Skipped};
-pub use crate::frames::FrameOptions;
+pub use crate::frames::{FrameOptions, Subsampling};
 pub use crate::labels::{LABEL_FILE, Labels};
 pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};

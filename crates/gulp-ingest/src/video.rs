@@ -1,10 +1,13 @@
-//! Video decoding with the `ffmpeg` binary: raw RGB frames on a pipe.
+//! Video decoding with the `ffmpeg` binary: YUV 4:2:0 frames on a pipe.
 //!
-//! ffmpeg writes each frame as a binary PPM (`P6`) image on its stdout, so the
-//! frame size travels with every frame and nothing touches the disk (gulpio2
-//! bursts JPEGs into `/dev/shm` first). `-r RATE` is an output option, as in
-//! gulpio2's `ffmpeg -i VIDEO -r RATE … -f image2`, so the same frames are
-//! dropped or duplicated and the frame count is the same.
+//! ffmpeg writes the decoder's own YUV 4:2:0 planes as a YUV4MPEG2 stream on
+//! its stdout (a text header with the frame size and colour range, then one
+//! `FRAME` line and the planes per frame), so nothing touches the disk
+//! (gulpio2 bursts JPEGs into `/dev/shm` first) and no frame is converted
+//! to RGB and back: the JPEG encoder takes the planes as they are. Sources in
+//! other pixel formats are converted to 4:2:0 by ffmpeg. `-r RATE` is an
+//! output option, as in gulpio2's `ffmpeg -i VIDEO -r RATE … -f image2`, so
+//! the same frames are dropped or duplicated and the frame count is the same.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -12,8 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use crate::adapter::Pixels;
 use crate::error::ItemError;
+use crate::yuv::Yuv420;
 
 /// The ffmpeg binary: `$GULP_FFMPEG` if set, else `ffmpeg` on the `PATH`.
 pub fn ffmpeg_binary() -> std::ffi::OsString {
@@ -24,13 +27,14 @@ pub fn ffmpeg_binary() -> std::ffi::OsString {
 const STDERR_KEEP: usize = 4096;
 
 /// Decodes `path` at `frame_rate` (every frame when `None`), giving each frame
-/// to `sink` as RGB pixels. Returns what ffmpeg printed at its "error" log
+/// to `sink` as YUV 4:2:0 planes, in the range ffmpeg gives (video range
+/// unless the source is full range). Returns what ffmpeg printed at its "error" log
 /// level when it still exited successfully (e.g. a damaged packet it could
 /// skip), so the caller can report it.
 pub fn decode_video(
     path: &Path,
     frame_rate: Option<f64>,
-    sink: &mut dyn FnMut(Pixels) -> Result<(), ItemError>,
+    sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
 ) -> Result<Option<String>, ItemError> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => {}
@@ -46,15 +50,18 @@ pub fn decode_video(
         }
         cmd.arg("-r").arg(format_rate(rate));
     }
+    // 4:2:0 as it is, in either range (yuvj420p is MJPEG's full range);
+    // anything else converted to 4:2:0. `-strict -1` lets the YUV4MPEG2
+    // muxer write yuvj420p.
     cmd.args([
         "-an",
         "-sn",
+        "-vf",
+        "format=pix_fmts=yuv420p|yuvj420p",
         "-f",
-        "image2pipe",
-        "-c:v",
-        "ppm",
-        "-pix_fmt",
-        "rgb24",
+        "yuv4mpegpipe",
+        "-strict",
+        "-1",
         "-",
     ])
     .stdin(Stdio::null())
@@ -157,7 +164,7 @@ fn stderr_text(stderr: (Shared, Option<thread::JoinHandle<()>>)) -> Option<Strin
 
 fn read_frames(
     child: &mut Child,
-    sink: &mut dyn FnMut(Pixels) -> Result<(), ItemError>,
+    sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
 ) -> Result<usize, ItemError> {
     let stdout = child
         .stdout
@@ -165,7 +172,25 @@ fn read_frames(
         .ok_or_else(|| ItemError::new("ffmpeg has no stdout"))?;
     let mut reader = BufReader::with_capacity(1 << 20, stdout);
     let mut frames = 0usize;
-    let mut offset = 0u64;
+    if reader
+        .fill_buf()
+        .map_err(|e| ItemError::new(format!("reading ffmpeg output: {e}")))?
+        .is_empty()
+    {
+        return Ok(0);
+    }
+    let header = read_line(&mut reader, MAX_HEADER)
+        .and_then(|line| StreamHeader::parse(&line))
+        .map_err(|e| ItemError::new(format!("ffmpeg output at byte 0: {e}")))?;
+    let len = Yuv420::byte_len(header.width, header.height)
+        .filter(|&l| l <= 1 << 31)
+        .ok_or_else(|| {
+            ItemError::new(format!(
+                "{}x{} frames are too large",
+                header.width, header.height
+            ))
+        })?;
+    let mut offset = header.len;
     loop {
         if reader
             .fill_buf()
@@ -174,77 +199,107 @@ fn read_frames(
         {
             return Ok(frames);
         }
-        let (width, height, header_len) = read_ppm_header(&mut reader).map_err(|e| {
+        let line = read_line(&mut reader, MAX_FRAME_HEADER).map_err(|e| {
             ItemError::new(format!(
                 "frame {frames}: ffmpeg output at byte {offset}: {e}"
             ))
         })?;
-        let len = u64::from(width) * u64::from(height) * 3;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= 1 << 31)
-            .ok_or_else(|| {
-                ItemError::new(format!("frame {frames}: {width}x{height} is too large"))
-            })?;
+        if line != b"FRAME" && !line.starts_with(b"FRAME ") {
+            return Err(ItemError::new(format!(
+                "frame {frames}: ffmpeg output at byte {offset}: not a YUV4MPEG2 frame header"
+            )));
+        }
         let mut data = vec![0u8; len];
         reader.read_exact(&mut data).map_err(|e| {
             ItemError::new(format!(
                 "frame {frames}: ffmpeg output ended inside a frame: {e}"
             ))
         })?;
-        offset += header_len + len as u64;
-        sink(Pixels {
-            width,
-            height,
-            channels: 3,
+        offset += line.len() as u64 + 1 + len as u64;
+        sink(Yuv420 {
+            width: header.width,
+            height: header.height,
             data,
+            full_range: header.full_range,
         })?;
         frames += 1;
     }
 }
 
-/// Reads `P6 <w> <h> <maxval>` and the one whitespace byte after it.
-fn read_ppm_header(reader: &mut impl BufRead) -> Result<(u32, u32, u64), String> {
-    let mut consumed = 0u64;
-    let mut next_byte = |consumed: &mut u64| -> Result<u8, String> {
-        let mut b = [0u8; 1];
-        reader
-            .read_exact(&mut b)
-            .map_err(|e| format!("in a PPM header: {e}"))?;
-        *consumed += 1;
-        Ok(b[0])
-    };
-    if next_byte(&mut consumed)? != b'P' || next_byte(&mut consumed)? != b'6' {
-        return Err("not a PPM (P6) frame".into());
+/// The longest stream header accepted (ffmpeg's are under 100 bytes).
+const MAX_HEADER: usize = 4096;
+/// The longest frame header accepted (ffmpeg writes `FRAME`).
+const MAX_FRAME_HEADER: usize = 1024;
+
+/// Reads one line up to `\n` (not included), at most `max` bytes.
+fn read_line(reader: &mut impl BufRead, max: usize) -> Result<Vec<u8>, String> {
+    let mut line = Vec::new();
+    reader
+        .take(max as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("reading a header: {e}"))?;
+    if line.last() != Some(&b'\n') {
+        return Err(if line.len() > max {
+            format!("header line longer than {max} bytes")
+        } else {
+            "output ended inside a header".into()
+        });
     }
-    let mut numbers = [0u32; 3];
-    for n in &mut numbers {
-        let mut b = next_byte(&mut consumed)?;
-        while b.is_ascii_whitespace() {
-            b = next_byte(&mut consumed)?;
+    line.pop();
+    Ok(line)
+}
+
+/// What the YUV4MPEG2 stream header says.
+#[derive(Debug, PartialEq, Eq)]
+struct StreamHeader {
+    width: u32,
+    height: u32,
+    /// `XCOLORRANGE=FULL` (yuvj420p); video range otherwise.
+    full_range: bool,
+    /// Bytes of the header line, newline included.
+    len: u64,
+}
+
+impl StreamHeader {
+    /// Parses `YUV4MPEG2 W.. H.. [F..] [I..] [A..] [C..] [X..]` (the line
+    /// without its newline).
+    fn parse(line: &[u8]) -> Result<StreamHeader, String> {
+        let text = std::str::from_utf8(line).map_err(|_| "not a YUV4MPEG2 stream header")?;
+        let mut fields = text.split(' ');
+        if fields.next() != Some("YUV4MPEG2") {
+            return Err("not a YUV4MPEG2 stream header".into());
         }
-        let mut value: u32 = 0;
-        let mut digits = 0;
-        while b.is_ascii_digit() {
-            value = value
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u32::from(b - b'0')))
-                .ok_or("PPM header number overflows")?;
-            digits += 1;
-            b = next_byte(&mut consumed)?;
+        let (mut width, mut height, mut full_range) = (None, None, false);
+        for field in fields {
+            let number = |s: &str| {
+                s.parse::<u32>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("bad YUV4MPEG2 size field {field:?}"))
+            };
+            if let Some(w) = field.strip_prefix('W') {
+                width = Some(number(w)?);
+            } else if let Some(h) = field.strip_prefix('H') {
+                height = Some(number(h)?);
+            } else if let Some(c) = field.strip_prefix('C') {
+                // 420, 420jpeg, 420mpeg2, 420paldv: the same planes.
+                if !c.starts_with("420") {
+                    return Err(format!("unexpected YUV4MPEG2 pixel layout {c:?}"));
+                }
+            } else if let Some(range) = field.strip_prefix("XCOLORRANGE=") {
+                full_range = range == "FULL";
+            }
         }
-        if digits == 0 || !b.is_ascii_whitespace() {
-            return Err("malformed PPM header".into());
+        match (width, height) {
+            (Some(width), Some(height)) => Ok(StreamHeader {
+                width,
+                height,
+                full_range,
+                len: line.len() as u64 + 1,
+            }),
+            _ => Err("YUV4MPEG2 stream header without a frame size".into()),
         }
-        *n = value;
     }
-    let [width, height, maxval] = numbers;
-    if maxval != 255 || width == 0 || height == 0 {
-        return Err(format!(
-            "unexpected PPM frame {width}x{height} maxval {maxval}"
-        ));
-    }
-    Ok((width, height, consumed))
 }
 
 #[cfg(test)]
@@ -252,14 +307,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ppm_header() {
-        let mut r: &[u8] = b"P6\n640 360\n255\nrest";
-        assert_eq!(read_ppm_header(&mut r).unwrap(), (640, 360, 15));
+    fn stream_header() {
+        let h = StreamHeader::parse(b"YUV4MPEG2 W768 H576 F8:1 Ip A0:0 C420mpeg2 XYSCSS=420MPEG2")
+            .unwrap();
+        assert_eq!(
+            (h.width, h.height, h.full_range, h.len),
+            (768, 576, false, 59)
+        );
+        let h = StreamHeader::parse(
+            b"YUV4MPEG2 W100 H74 F8:1 Ip A1:1 C420jpeg XYSCSS=420JPEG XCOLORRANGE=FULL",
+        )
+        .unwrap();
+        assert!(h.full_range);
+        let h = StreamHeader::parse(b"YUV4MPEG2 W3 H2 XCOLORRANGE=LIMITED").unwrap();
+        assert_eq!((h.width, h.height, h.full_range), (3, 2, false));
+        for bad in [
+            &b"YUV4MPEG W3 H2"[..],
+            b"YUV4MPEG2 W3",
+            b"YUV4MPEG2 W0 H2",
+            b"YUV4MPEG2 W3 H2 C444",
+            b"YUV4MPEG2 W99999999999 H2",
+            b"\xff",
+        ] {
+            assert!(StreamHeader::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn header_lines() {
+        let mut r: &[u8] = b"FRAME\nrest";
+        assert_eq!(read_line(&mut r, 10).unwrap(), b"FRAME");
         assert_eq!(r, b"rest");
-        assert!(read_ppm_header(&mut &b"P5\n1 1\n255\n"[..]).is_err());
-        assert!(read_ppm_header(&mut &b"P6\n1 1\n65535\n"[..]).is_err());
-        assert!(read_ppm_header(&mut &b"P6\n99999999999 1\n255\n"[..]).is_err());
-        assert!(read_ppm_header(&mut &b"P6\n1"[..]).is_err());
+        assert!(
+            read_line(&mut &b"FRAME"[..], 10)
+                .unwrap_err()
+                .contains("ended")
+        );
+        assert!(
+            read_line(&mut &b"FRAMEFRAMEFRAME\n"[..], 10)
+                .unwrap_err()
+                .contains("longer")
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use gulp_ingest::adapters::Dataset;
-use gulp_ingest::{IngestOptions, ingest, video};
+use gulp_ingest::{FrameOptions, IngestOptions, Subsampling, ingest, video};
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
 
 fn videos_json(path: &Path, n: usize) {
@@ -38,9 +38,15 @@ fn gulpio2_integration_scenario() {
     let json = tmp.path().join("videos.json");
     videos_json(&json, 23);
     let out = tmp.path().join("out");
+    // gulpio2's JPEG layout (4:4:4; gulp's default for videos is 4:2:0,
+    // which `video_frames_keep_their_colours` covers).
     let opts = IngestOptions {
         items_per_chunk: 10,
         workers: 2,
+        frames: FrameOptions {
+            subsampling: Subsampling::S444,
+            ..FrameOptions::default()
+        },
         ..IngestOptions::default()
     };
     let adapter = Dataset::twenty_bn_json(&json, &videos, &out, "template").unwrap();
@@ -177,5 +183,110 @@ fn frame_count_matches_gulpio2_burst() {
         .unwrap();
         assert_eq!(decoded, bursted, "{} at {rate:?}", video.display());
         assert!(decoded > 0);
+    }
+}
+
+/// The luma sampling factors of a JPEG's first component (0x22: 4:2:0,
+/// 0x11: 4:4:4), from its start-of-frame segment.
+fn luma_sampling(jpeg: &[u8]) -> u8 {
+    let sof = jpeg
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline start-of-frame");
+    // marker(2) length(2) precision(1) height(2) width(2) count(1) id(1)
+    jpeg[sof + 11]
+}
+
+/// Video frames come out in the colours ffmpeg itself decodes them to, with
+/// the default (4:2:0) and with 4:4:4; flat black and white stay exact.
+#[test]
+fn video_frames_keep_their_colours() {
+    let tmp = tempfile::tempdir().unwrap();
+    let videos = tmp.path().join("videos");
+    for (id, name) in [("pattern", "p.mp4"), ("bw", "source.mp4")] {
+        fs::create_dir_all(videos.join(id)).unwrap();
+        let path = videos.join(id).join(name);
+        if id == "bw" {
+            let made = common::black_white_video(tmp.path());
+            fs::copy(made, &path).unwrap();
+        } else {
+            common::test_video(&path, "160x120", 25, 2.0);
+        }
+    }
+    let json = tmp.path().join("videos.json");
+    fs::write(
+        &json,
+        r#"[{"id": "pattern", "template": "a"}, {"id": "bw", "template": "b"}]"#,
+    )
+    .unwrap();
+    // ffmpeg's own RGB of the same frames (BT.601, as a JPEG decoder reads
+    // YCbCr).
+    let reference = common::ffmpeg(&[
+        "-i",
+        videos.join("pattern/p.mp4").to_str().unwrap(),
+        "-r",
+        "8",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-",
+    ]);
+    let frame_len = 160 * 120 * 3;
+    assert_eq!(reference.len() % frame_len, 0);
+    for (subsampling, sampling) in [(Subsampling::Auto, 0x22), (Subsampling::S444, 0x11)] {
+        let out = tmp.path().join(format!("out-{subsampling:?}"));
+        let opts = IngestOptions {
+            items_per_chunk: 10,
+            workers: 2,
+            frames: FrameOptions {
+                subsampling,
+                ..FrameOptions::default()
+            },
+            fsync: false,
+            ..IngestOptions::default()
+        };
+        let adapter = Dataset::twenty_bn_json(&json, &videos, &out, "template").unwrap();
+        let report = ingest(&adapter, &out, &opts, &mut |_| {}).unwrap();
+        assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+        let gulp = GulpDirectory::open(&out).unwrap();
+        let jpegs = gulp.frames("pattern", &Selection::All).unwrap();
+        assert_eq!(jpegs.len() * frame_len, reference.len());
+        for (i, jpeg) in jpegs.iter().enumerate() {
+            assert_eq!(luma_sampling(jpeg), sampling, "{subsampling:?}");
+            let got = decode_jpeg(jpeg, ColorMode::Auto).unwrap().pixels;
+            let want = &reference[i * frame_len..(i + 1) * frame_len];
+            let mean_diff = got
+                .iter()
+                .zip(want)
+                .map(|(&a, &b)| f64::from(a.abs_diff(b)))
+                .sum::<f64>()
+                / frame_len as f64;
+            // JPEG at quality 90 of a sharp test pattern, plus chroma
+            // interpolation: a few levels on average, where a wrong range or
+            // matrix is tens of levels.
+            let bias = got
+                .iter()
+                .zip(want)
+                .map(|(&a, &b)| f64::from(a) - f64::from(b))
+                .sum::<f64>()
+                / frame_len as f64;
+            // JPEG at quality 90 of a sharp test pattern: 1.3 levels on
+            // average at 4:4:4 when the reference itself goes through
+            // libjpeg-turbo, 5.2 at 4:2:0 (the decoder's smooth chroma
+            // upsampling against ffmpeg's blocky one). A wrong range or
+            // matrix is tens of levels, and a bias.
+            let limit = if sampling == 0x22 { 7.0 } else { 2.5 };
+            assert!(
+                mean_diff < limit && bias.abs() < 1.5,
+                "{subsampling:?} frame {i}: mean diff {mean_diff}, bias {bias}"
+            );
+        }
+        let frames = all_pixels(&gulp, "bw", ":");
+        assert_eq!(frames.len(), 80);
+        for (i, f) in frames.iter().enumerate() {
+            let want = if i % 2 == 0 { 0 } else { 255 };
+            assert!(f.iter().all(|&p| p == want), "{subsampling:?} frame {i}");
+        }
     }
 }

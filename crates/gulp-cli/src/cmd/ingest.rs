@@ -24,6 +24,7 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
             short_edge: args.frame_size.map(std::num::NonZeroU32::get),
             quality: args.quality,
             frame_rate: args.frame_rate,
+            subsampling: args.subsampling.into(),
         },
         meta_format: args.meta_format.into(),
         strict: args.strict,

@@ -1,0 +1,548 @@
+//! Video frames as ffmpeg's decoders produce them: 8-bit YUV 4:2:0 planes.
+//!
+//! Videos are nearly always stored as YUV 4:2:0, and a baseline JPEG is
+//! YCbCr too, so a frame goes from ffmpeg to the JPEG encoder without ever
+//! being RGB: the only per-pixel work is mapping video ("limited", 16–235)
+//! range to JPEG's full range, and, when asked, resizing each plane. The
+//! colour matrix is left as it is, as in gulpio2's path (ffmpeg's MJPEG
+//! encoder also takes the decoder's YUV planes and only changes the range).
+
+use fast_image_resize::images::Image as FirImage;
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+
+use crate::frames::short_edge_size;
+
+/// One frame: the Y plane (`width` × `height`) then the Cb and Cr planes
+/// (each `width.div_ceil(2)` × `height.div_ceil(2)`), rows without padding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Yuv420 {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The three planes, one after the other.
+    pub data: Vec<u8>,
+    /// Full range (JPEG's, 0–255) rather than video range (16–235/240).
+    pub full_range: bool,
+}
+
+impl Yuv420 {
+    /// The size of each chroma plane for a frame of `width` × `height`.
+    pub fn chroma_size(width: u32, height: u32) -> (u32, u32) {
+        (width.div_ceil(2), height.div_ceil(2))
+    }
+
+    /// The bytes of a frame of `width` × `height`, if addressable.
+    pub fn byte_len(width: u32, height: u32) -> Option<usize> {
+        let (cw, ch) = Self::chroma_size(width, height);
+        let luma = u64::from(width).checked_mul(u64::from(height))?;
+        let chroma = u64::from(cw).checked_mul(u64::from(ch))?.checked_mul(2)?;
+        usize::try_from(luma.checked_add(chroma)?).ok()
+    }
+
+    /// The Y, Cb and Cr planes.
+    pub fn planes(&self) -> (&[u8], &[u8], &[u8]) {
+        let luma = self.width as usize * self.height as usize;
+        let (cw, ch) = Self::chroma_size(self.width, self.height);
+        let chroma = cw as usize * ch as usize;
+        let (y, rest) = self.data.split_at(luma.min(self.data.len()));
+        let (u, v) = rest.split_at(chroma.min(rest.len()));
+        (y, u, v)
+    }
+
+    /// Checks that the size is non-zero and matches the data.
+    pub fn check(&self) -> Result<(), String> {
+        if self.width == 0 || self.height == 0 {
+            return Err(format!("empty frame ({}x{})", self.width, self.height));
+        }
+        match Self::byte_len(self.width, self.height) {
+            Some(n) if n == self.data.len() => Ok(()),
+            _ => Err(format!(
+                "{}x{} YUV 4:2:0 frame needs {:?} bytes, has {}",
+                self.width,
+                self.height,
+                Self::byte_len(self.width, self.height),
+                self.data.len()
+            )),
+        }
+    }
+
+    /// Maps video range (Y 16–235, Cb/Cr 16–240) to full range (0–255), in
+    /// place (nothing to do when the frame is full range already), rounding to the nearest level and clamping what lies outside.
+    pub fn expand_range(&mut self) {
+        if self.full_range {
+            return;
+        }
+        self.full_range = true;
+        let luma = (self.width as usize * self.height as usize).min(self.data.len());
+        let (y, c) = self.data.split_at_mut(luma);
+        // Plain arithmetic on whole slices, which the compiler vectorises
+        // (a 256-entry table lookup per byte does not).
+        for s in y {
+            *s = luma_to_full(*s);
+        }
+        for s in c {
+            *s = chroma_to_full(*s);
+        }
+    }
+}
+
+/// `(v − 16) × 255 / 219`, rounded, clamped to 0–255 (15-bit fixed point).
+#[inline]
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped first
+fn luma_to_full(v: u8) -> u8 {
+    const SCALE: i32 = (255 << 15) / 219 + 1; // 38156
+    (((i32::from(v) - 16) * SCALE + (1 << 14)) >> 15).clamp(0, 255) as u8
+}
+
+/// `(v − 128) × 255 / 224 + 128`, rounded, clamped to 0–255.
+#[inline]
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped first
+fn chroma_to_full(v: u8) -> u8 {
+    const SCALE: i32 = (255 << 15) / 224 + 1; // 37303
+    ((((i32::from(v) - 128) * SCALE + (1 << 14)) >> 15) + 128).clamp(0, 255) as u8
+}
+
+/// Resizes each plane with the same filter as the RGB path (Pillow's
+/// BILINEAR) so that the shorter edge becomes `short_edge`; `None` when the
+/// size does not change.
+pub fn resize_short_edge(
+    frame: &Yuv420,
+    short_edge: Option<u32>,
+    resizer: &mut Resizer,
+) -> Result<Option<Yuv420>, String> {
+    let Some(size) = short_edge else {
+        return Ok(None);
+    };
+    let (nw, nh) = short_edge_size(frame.width, frame.height, size);
+    if (nw, nh) == (frame.width, frame.height) {
+        return Ok(None);
+    }
+    frame.check()?;
+    let len = Yuv420::byte_len(nw, nh).ok_or_else(|| format!("resize to {nw}x{nh}: too large"))?;
+    let mut data = Vec::with_capacity(len);
+    let (y, u, v) = frame.planes();
+    let (cw, ch) = Yuv420::chroma_size(frame.width, frame.height);
+    let (ncw, nch) = Yuv420::chroma_size(nw, nh);
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    for (plane, (w, h), (tw, th)) in [
+        (y, (frame.width, frame.height), (nw, nh)),
+        (u, (cw, ch), (ncw, nch)),
+        (v, (cw, ch), (ncw, nch)),
+    ] {
+        let src = fast_image_resize::images::ImageRef::new(w, h, plane, PixelType::U8)
+            .map_err(|e| format!("resize: {e}"))?;
+        let mut dst = FirImage::new(tw, th, PixelType::U8);
+        resizer
+            .resize(&src, &mut dst, &options)
+            .map_err(|e| format!("resize to {nw}x{nh}: {e}"))?;
+        data.extend_from_slice(dst.buffer());
+    }
+    Ok(Some(Yuv420 {
+        width: nw,
+        height: nh,
+        data,
+        full_range: frame.full_range,
+    }))
+}
+
+/// Encodes a frame as a baseline JPEG (a video-range frame is first
+/// mapped to full range: call [`Yuv420::expand_range`] to do it in place), 4:2:0 (the planes as they
+/// are) or 4:4:4 (each chroma sample repeated over its 2×2 block, gulpio2's
+/// layout), accurate DCT.
+pub fn encode_jpeg(frame: &Yuv420, quality: u8, full_chroma: bool) -> Result<Vec<u8>, String> {
+    frame.check()?;
+    if !frame.full_range {
+        let mut full = frame.clone();
+        full.expand_range();
+        return encode_jpeg(&full, quality, full_chroma);
+    }
+    let (w, h) = (
+        u16::try_from(frame.width)
+            .map_err(|_| format!("{} pixels wide: JPEG allows 65535", frame.width))?,
+        u16::try_from(frame.height)
+            .map_err(|_| format!("{} pixels high: JPEG allows 65535", frame.height))?,
+    );
+    encode_with(frame, w, h, quality.clamp(1, 100), full_chroma)
+}
+
+#[cfg(not(feature = "turbojpeg"))]
+fn encode_with(
+    frame: &Yuv420,
+    w: u16,
+    h: u16,
+    quality: u8,
+    full_chroma: bool,
+) -> Result<Vec<u8>, String> {
+    use jpeg_encoder::{Encoder, ImageBuffer, JpegColorType, SamplingFactor};
+
+    /// Rows of Y, Cb and Cr at full resolution, the chroma repeated; with
+    /// 2×2 sampling the encoder averages each block back to the plane's
+    /// sample exactly.
+    struct Rows<'a> {
+        planes: (&'a [u8], &'a [u8], &'a [u8]),
+        width: u16,
+        height: u16,
+    }
+
+    impl ImageBuffer for Rows<'_> {
+        fn get_jpeg_color_type(&self) -> JpegColorType {
+            JpegColorType::Ycbcr
+        }
+        fn width(&self) -> u16 {
+            self.width
+        }
+        fn height(&self) -> u16 {
+            self.height
+        }
+        fn fill_buffers(&self, row: u16, buffers: &mut [Vec<u8>; 4]) {
+            let (y, u, v) = self.planes;
+            let w = usize::from(self.width);
+            let cw = w.div_ceil(2);
+            let start = usize::from(row) * w;
+            buffers[0].extend_from_slice(&y[start..start + w]);
+            let cstart = usize::from(row / 2) * cw;
+            for (plane, buffer) in [(u, 1), (v, 2)] {
+                let crow = &plane[cstart..cstart + cw];
+                let out = &mut buffers[buffer];
+                for &s in crow {
+                    out.push(s);
+                    out.push(s);
+                }
+                // An odd width: the last chroma sample covers one pixel.
+                out.truncate(out.len() - (cw * 2 - w));
+            }
+        }
+    }
+
+    let mut out = Vec::with_capacity(frame.data.len() / 8 + 1024);
+    let mut encoder = Encoder::new(&mut out, quality);
+    encoder.set_sampling_factor(if full_chroma {
+        SamplingFactor::F_1_1
+    } else {
+        SamplingFactor::F_2_2
+    });
+    encoder
+        .encode_image(Rows {
+            planes: frame.planes(),
+            width: w,
+            height: h,
+        })
+        .map_err(|e| format!("JPEG encoding: {e}"))?;
+    Ok(out)
+}
+
+#[cfg(feature = "turbojpeg")]
+fn encode_with(
+    frame: &Yuv420,
+    w: u16,
+    h: u16,
+    quality: u8,
+    full_chroma: bool,
+) -> Result<Vec<u8>, String> {
+    let (y, u, v) = frame.planes();
+    if full_chroma {
+        let (upsampled_u, upsampled_v) = (upsample(u, w, h), upsample(v, w, h));
+        let stride = usize::from(w);
+        turbo::compress_planes(
+            [y, &upsampled_u, &upsampled_v],
+            [stride; 3],
+            (w, h),
+            false,
+            quality,
+        )
+    } else {
+        let (cw, _) = Yuv420::chroma_size(u32::from(w), u32::from(h));
+        let cw = cw as usize;
+        turbo::compress_planes([y, u, v], [usize::from(w), cw, cw], (w, h), true, quality)
+    }
+}
+
+/// A chroma plane at full resolution, each sample repeated over its block.
+#[cfg(feature = "turbojpeg")]
+fn upsample(plane: &[u8], w: u16, h: u16) -> Vec<u8> {
+    let (w, h) = (usize::from(w), usize::from(h));
+    let cw = w.div_ceil(2);
+    let mut out = Vec::with_capacity(w * h);
+    for row in 0..h {
+        let start = (row / 2) * cw;
+        for &s in &plane[start..start + cw] {
+            out.push(s);
+            out.push(s);
+        }
+        out.truncate((row + 1) * w);
+    }
+    out
+}
+
+/// libjpeg-turbo's `tjCompressFromYUVPlanes`, which the safe `turbojpeg`
+/// crate does not wrap in the version that links the system's
+/// libturbojpeg 2.x.
+#[cfg(feature = "turbojpeg")]
+#[allow(unsafe_code)]
+mod turbo {
+    use std::cell::RefCell;
+    use std::ffi::{CStr, c_int, c_uchar, c_ulong};
+
+    use turbojpeg::raw;
+
+    /// A TurboJPEG compressor handle, destroyed on drop.
+    struct Handle(raw::tjhandle);
+
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            // SAFETY: the handle came from tjInitCompress, is not null, and
+            // is destroyed once.
+            unsafe {
+                raw::tjDestroy(self.0);
+            }
+        }
+    }
+
+    thread_local! {
+        static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+        /// The output buffer, kept between frames: it must hold tjBufSize
+        /// bytes (far more than a JPEG takes), so each frame gets an exact
+        /// copy instead of the buffer itself.
+        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn error_text(handle: raw::tjhandle) -> String {
+        // SAFETY: tjGetErrorStr2 returns a pointer to a NUL-terminated string
+        // owned by the handle (or a static one), valid until the next call.
+        unsafe {
+            let text = raw::tjGetErrorStr2(handle);
+            if text.is_null() {
+                "unknown error".into()
+            } else {
+                CStr::from_ptr(text).to_string_lossy().into_owned()
+            }
+        }
+    }
+
+    /// Compresses three planes (Y, Cb, Cr; rows `strides` bytes apart) of a
+    /// `size` frame, 4:2:0 when `subsampled`, else 4:4:4.
+    pub(super) fn compress_planes(
+        planes: [&[u8]; 3],
+        strides: [usize; 3],
+        size: (u16, u16),
+        subsampled: bool,
+        quality: u8,
+    ) -> Result<Vec<u8>, String> {
+        let (w, h) = (usize::from(size.0), usize::from(size.1));
+        let (pw, ph) = if subsampled {
+            (w.div_ceil(2), h.div_ceil(2))
+        } else {
+            (w, h)
+        };
+        // The library reads `height` rows of each plane at its stride:
+        // check that every plane holds them.
+        for (i, (plane, &stride)) in planes.iter().zip(&strides).enumerate() {
+            let (cols, rows) = if i == 0 { (w, h) } else { (pw, ph) };
+            if stride < cols || plane.len() < stride * (rows - 1) + cols {
+                return Err(format!("YUV plane {i} is too small for a {w}x{h} frame"));
+            }
+        }
+        let samp = if subsampled {
+            raw::TJSAMP_TJSAMP_420
+        } else {
+            raw::TJSAMP_TJSAMP_444
+        };
+        let samp = c_int::try_from(samp).map_err(|_| "subsampling code")?;
+        let (cw, ch) = (c_int::from(size.0), c_int::from(size.1));
+        let c_strides = strides.map(|s| c_int::try_from(s).unwrap_or(c_int::MAX));
+        let flags = c_int::try_from(raw::TJFLAG_NOREALLOC).map_err(|_| "flag value")?;
+        HANDLE.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let handle = match slot.as_mut() {
+                Some(h) => h.0,
+                None => {
+                    // SAFETY: plain constructor; a null result is checked.
+                    let raw_handle = unsafe { raw::tjInitCompress() };
+                    if raw_handle.is_null() {
+                        return Err(format!("libjpeg-turbo: {}", error_text(raw_handle)));
+                    }
+                    slot.insert(Handle(raw_handle)).0
+                }
+            };
+            // SAFETY: a pure function of its arguments.
+            let capacity = unsafe { raw::tjBufSize(cw, ch, samp) };
+            let capacity = usize::try_from(capacity)
+                .ok()
+                .filter(|&c| c > 0 && c < usize::MAX / 2)
+                .ok_or("libjpeg-turbo: no buffer size for this frame")?;
+            SCRATCH.with(|scratch| {
+                let mut out = scratch.borrow_mut();
+                if out.len() < capacity {
+                    out.resize(capacity, 0);
+                }
+                let mut out_ptr: *mut c_uchar = out.as_mut_ptr();
+                let mut out_len = c_ulong::try_from(capacity).map_err(|_| "buffer size")?;
+                let mut plane_ptrs: [*const c_uchar; 3] = planes.map(<[u8]>::as_ptr);
+                // SAFETY: the planes hold every row the library reads at the
+                // given strides (checked above) and outlive the call; `out` has
+                // at least tjBufSize bytes, the most a JPEG of this size and subsampling
+                // can take, and NOREALLOC keeps the library from freeing or
+                // replacing it; `handle` is a live compressor of this thread.
+                let rc = unsafe {
+                    raw::tjCompressFromYUVPlanes(
+                        handle,
+                        plane_ptrs.as_mut_ptr(),
+                        cw,
+                        c_strides.as_ptr(),
+                        ch,
+                        samp,
+                        &mut out_ptr,
+                        &mut out_len,
+                        c_int::from(quality),
+                        flags,
+                    )
+                };
+                if rc != 0 {
+                    return Err(format!(
+                        "JPEG encoding (libjpeg-turbo): {}",
+                        error_text(handle)
+                    ));
+                }
+                let len = usize::try_from(out_len)
+                    .ok()
+                    .filter(|&n| n <= capacity)
+                    .ok_or("libjpeg-turbo reported a size past its buffer")?;
+                Ok(out[..len].to_vec())
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::cast_possible_truncation)]
+mod tests {
+    use super::*;
+
+    fn gradient(width: u32, height: u32) -> Yuv420 {
+        let len = Yuv420::byte_len(width, height).unwrap();
+        let data = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        Yuv420 {
+            width,
+            height,
+            data,
+            full_range: true,
+        }
+    }
+
+    #[test]
+    fn range_expansion() {
+        let luma = |v| luma_to_full(v);
+        let chroma = |v| chroma_to_full(v);
+        assert_eq!((luma(0), luma(16), luma(235), luma(255)), (0, 0, 255, 255));
+        assert_eq!(luma(126), 128); // 110 × 255 / 219 = 128.08
+        assert_eq!((chroma(16), chroma(128), chroma(240)), (0, 128, 255));
+        for v in 0..=255u8 {
+            // Within half a level of the exact mapping (clamped).
+            let exact = |f: f64| f.round().clamp(0.0, 255.0);
+            let l = exact((f64::from(v) - 16.0) * 255.0 / 219.0);
+            let c = exact((f64::from(v) - 128.0) * 255.0 / 224.0 + 128.0);
+            assert!((f64::from(luma(v)) - l).abs() <= 1.0, "luma {v}");
+            assert!((f64::from(chroma(v)) - c).abs() <= 1.0, "chroma {v}");
+            if v > 0 {
+                assert!(luma(v) >= luma(v - 1) && chroma(v) >= chroma(v - 1));
+            }
+        }
+        let mut frame = Yuv420 {
+            width: 2,
+            height: 2,
+            data: vec![16, 235, 16, 235, 128, 240],
+            full_range: false,
+        };
+        frame.expand_range();
+        assert_eq!(frame.data, [0, 255, 0, 255, 128, 255]);
+        assert!(frame.full_range);
+        frame.expand_range();
+        assert_eq!(frame.data, [0, 255, 0, 255, 128, 255]);
+    }
+
+    #[test]
+    fn odd_sizes_encode_and_decode() {
+        for (w, h) in [(1, 1), (9, 5), (16, 16), (33, 17)] {
+            for full_chroma in [false, true] {
+                let frame = gradient(w, h);
+                let jpeg = encode_jpeg(&frame, 90, full_chroma).unwrap();
+                let (dw, dh) = crate::frames::check_jpeg(&jpeg).unwrap();
+                assert_eq!((dw, dh), (w, h));
+                let image = gulp_io::decode_jpeg(&jpeg, gulp_io::ColorMode::Auto).unwrap();
+                assert_eq!(image.channels, 3);
+            }
+        }
+    }
+
+    #[test]
+    fn flat_colour_survives() {
+        // Y, Cb, Cr of a flat full-range colour come back as that colour.
+        let (w, h) = (24, 16);
+        let (cw, ch) = Yuv420::chroma_size(w, h);
+        let mut data = vec![100u8; (w * h) as usize];
+        data.extend(std::iter::repeat_n(90u8, (cw * ch) as usize));
+        data.extend(std::iter::repeat_n(170u8, (cw * ch) as usize));
+        let frame = Yuv420 {
+            width: w,
+            height: h,
+            data,
+            full_range: true,
+        };
+        // BT.601 full range: R = Y + 1.402 (Cr−128), G = Y − 0.344136 (Cb−128)
+        // − 0.714136 (Cr−128), B = Y + 1.772 (Cb−128).
+        let want = [159.0f64, 83.1, 32.7];
+        for full_chroma in [false, true] {
+            let jpeg = encode_jpeg(&frame, 95, full_chroma).unwrap();
+            let image = gulp_io::decode_jpeg(&jpeg, gulp_io::ColorMode::Auto).unwrap();
+            for px in image.pixels.chunks_exact(3) {
+                for (c, &want) in px.iter().zip(&want) {
+                    assert!((f64::from(*c) - want).abs() <= 3.0, "{px:?} vs {want:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resize_planes() {
+        let frame = gradient(641, 361);
+        let mut resizer = Resizer::new();
+        let small = resize_short_edge(&frame, Some(256), &mut resizer)
+            .unwrap()
+            .unwrap();
+        assert_eq!((small.width, small.height), (454, 256));
+        small.check().unwrap();
+        assert!(
+            resize_short_edge(&small, Some(256), &mut resizer)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            resize_short_edge(&frame, None, &mut resizer)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn bad_sizes_are_errors() {
+        let mut frame = gradient(8, 8);
+        frame.data.pop();
+        assert!(
+            encode_jpeg(&frame, 90, false)
+                .unwrap_err()
+                .contains("needs")
+        );
+        let empty = Yuv420 {
+            width: 0,
+            height: 4,
+            data: vec![],
+            full_range: true,
+        };
+        assert!(
+            encode_jpeg(&empty, 90, false)
+                .unwrap_err()
+                .contains("empty")
+        );
+    }
+}
