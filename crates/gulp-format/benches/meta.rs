@@ -60,6 +60,22 @@ fn bench_meta(c: &mut Criterion) {
         group.bench_function(format!("{} without drop", format.name()), |b| {
             b.iter_with_large_drop(|| read_meta(black_box(&bytes)))
         });
+        // Loading, then reading every item's meta_data as gulpio2's reader
+        // does: a msgpack meta decodes each list on this first access.
+        group.bench_function(
+            format!("{}, then every item's meta_data", format.name()),
+            |b| {
+                b.iter(|| {
+                    let meta = read_meta(black_box(&bytes));
+                    if let Ok(meta) = &meta {
+                        for (_, item) in meta.iter() {
+                            black_box(item.first_meta_data());
+                        }
+                    }
+                    meta
+                })
+            },
+        );
     }
     // The same chunk with `meta_data` reduced to null: the cost of ids,
     // frame_info and checksums alone.
@@ -67,7 +83,7 @@ fn bench_meta(c: &mut Criterion) {
     let ids: Vec<String> = bare.ids().map(str::to_owned).collect();
     for id in &ids {
         if let Some(item) = bare.get_mut(id) {
-            item.meta_data = vec![Value::Null];
+            item.meta_data = vec![Value::Null].into();
         }
     }
     for format in [MetaFormat::Json, MetaFormat::Msgpack] {

@@ -46,6 +46,7 @@ mod index;
 mod json;
 mod layout;
 mod meta;
+mod meta_data;
 mod msgpack;
 mod serializer;
 mod value;
@@ -58,6 +59,7 @@ pub use crate::layout::{
     RECORD_ALIGN, TEMP_PREFIX, data_file_name, meta_file_name, pad_len, parse_chunk_file_name,
 };
 pub use crate::meta::{ChunkMeta, ItemMeta};
+pub use crate::meta_data::MetaData;
 pub use crate::msgpack::{MSGPACK_MAGIC, MsgpackSerializer, MsgpackVersion};
 pub use crate::serializer::{MetaFormat, Serializer, read_meta};
 pub use crate::value::{BigInt, Map, Value};

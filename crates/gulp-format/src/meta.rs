@@ -3,6 +3,7 @@
 use indexmap::IndexMap;
 
 use crate::layout::FrameInfo;
+use crate::meta_data::MetaData;
 use crate::value::{Map, Value};
 
 /// The meta of one item (one video or image) in a chunk.
@@ -11,7 +12,8 @@ pub struct ItemMeta {
     /// Where each frame's record lies in the data file, in frame order.
     pub frame_info: Vec<FrameInfo>,
     /// One entry per `append` of this id; readers use element 0, as GulpIO does.
-    pub meta_data: Vec<Value>,
+    /// Read from a msgpack meta, it is decoded on first access ([`MetaData`]).
+    pub meta_data: MetaData,
     /// CRC-32 of each frame's JPEG bytes (msgpack meta only): empty, or one per
     /// frame.
     pub frame_checksums: Vec<u32>,

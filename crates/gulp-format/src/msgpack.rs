@@ -15,6 +15,10 @@
 //! trailer   92 cf <content length: u64 BE> ce <crc32: u32 BE>
 //! ```
 
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+
 use rmp::Marker;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +26,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::index::{IndexBuilder, MetaIndex};
 use crate::layout::FrameInfo;
 use crate::meta::{ChunkMeta, ItemMeta};
+use crate::meta_data::MetaData;
 use crate::serializer::{MetaFormat, Serializer};
 use crate::value::{BigInt, Map, Value};
 
@@ -136,7 +141,12 @@ fn write_meta(meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
         let before = item_blobs.len();
         // Writes into a Vec cannot fail.
         let _ = rmp::encode::write_array_len(&mut item_blobs, 2);
-        write_array(&item.meta_data, &mut item_blobs);
+        // A list read from msgpack and not changed since is copied: its
+        // bytes are those write_array would produce (MetaData).
+        match item.meta_data.msgpack_bytes() {
+            Some(bytes) => item_blobs.extend_from_slice(bytes),
+            None => write_array(&item.meta_data, &mut item_blobs),
+        }
         write_map(&item.metalayers, &mut item_blobs);
         item_lens.push((item_blobs.len() - before) as u64);
     }
@@ -472,6 +482,9 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
     } = layout;
     let mut meta = ChunkMeta::with_capacity(entries.len());
     let (mut frame_pos, mut blob_pos) = (0usize, 0usize);
+    let mut skip = Skip::new();
+    // The meta section, shared by the items' encoded meta_data lists.
+    let mut section: Option<Arc<[u8]>> = None;
     for e in entries {
         // The frame counts add up to the table's length (checked in layout).
         let n = usize::try_from(e.n_frames)
@@ -500,7 +513,7 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
             pos: blob_pos,
             depth: 0,
         };
-        let (meta_data, metalayers) = item_c.item().map_err(|err| {
+        let (list, metalayers) = item_c.item(&mut skip).map_err(|err| {
             let offset = *blob_at as u64 + err.offset().unwrap_or(0);
             Error::from(ErrorKind::Item {
                 id: e.id.to_owned(),
@@ -516,6 +529,15 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
             ));
         }
         blob_pos = end;
+        // A list in the writer's form stays encoded until first used; any
+        // other (from another writer) is decoded now, so that writing it
+        // back gives the canonical bytes.
+        let meta_data = if skip.canonical {
+            let section = section.get_or_insert_with(|| Arc::from(*blob));
+            MetaData::from_checked_msgpack(Arc::clone(section), list)
+        } else {
+            MetaData::from(decode_checked_list(blob.get(list).unwrap_or_default()))
+        };
         let item = ItemMeta {
             frame_info,
             meta_data,
@@ -535,6 +557,213 @@ fn le_u64(b: &[u8]) -> u64 {
 
 fn le_u32(b: &[u8]) -> u32 {
     u32::from_le_bytes(b.try_into().unwrap_or_default())
+}
+
+/// Decodes a `meta_data` list that [`read_meta`] has checked (`Cursor::item`
+/// with [`Skip`]), which cannot fail: the same parser accepted it.
+pub(crate) fn decode_checked_list(bytes: &[u8]) -> Vec<Value> {
+    let mut c = Cursor {
+        bytes,
+        pos: 0,
+        depth: 0,
+    };
+    let decoded = c.value(&mut Build);
+    debug_assert!(
+        matches!(decoded, Ok(Value::Array(_))) && c.pos == bytes.len(),
+        "a checked meta_data list does not decode: {decoded:?}"
+    );
+    match decoded {
+        Ok(Value::Array(list)) => list,
+        // Unreachable for checked bytes; an empty list is the least surprise.
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `n`, the length of a string, list or map, is written with marker
+/// `m` by the writer (rmp picks the smallest form).
+fn canonical_len(m: Marker, n: usize) -> bool {
+    match m {
+        Marker::Str8 => n >= 32,
+        Marker::Array16 | Marker::Map16 => n >= 16,
+        Marker::Str16 => n > 0xff,
+        Marker::Array32 | Marker::Map32 | Marker::Str32 => n > 0xffff,
+        _ => true,
+    }
+}
+
+/// What [`Cursor::value`] makes of the values it reads: [`Build`] makes
+/// [`Value`]s, [`Skip`] checks them and makes nothing. One parser serves
+/// both, so the check at load and the decoding on first access accept
+/// exactly the same bytes.
+trait Sink<'a> {
+    /// Whether to report encodings the writer would not produce
+    /// ([`Sink::non_canonical`]).
+    const CANONICAL: bool;
+    /// What a value becomes.
+    type Out;
+    /// A list being read.
+    type List;
+    /// A map being read.
+    type Map;
+    /// A value other than a list or map (`make` builds it).
+    fn leaf(&mut self, make: impl FnOnce() -> Value) -> Self::Out;
+    /// Starts a list that declares `n` elements.
+    fn list(&mut self, n: usize) -> Self::List;
+    /// Adds an element to a list.
+    fn push(&mut self, list: &mut Self::List, value: Self::Out);
+    /// Ends a list.
+    fn end_list(&mut self, list: Self::List) -> Self::Out;
+    /// Starts a map that declares `n` entries.
+    fn map(&mut self, n: usize) -> Self::Map;
+    /// Adds an entry to a map; `false` if the key is already there.
+    fn insert(&mut self, map: &mut Self::Map, key: &'a str, value: Self::Out) -> bool;
+    /// Ends a map.
+    fn end_map(&mut self, map: Self::Map) -> Self::Out;
+    /// The value just read is not in the writer's form.
+    fn non_canonical(&mut self);
+}
+
+/// Builds the values.
+struct Build;
+
+impl<'a> Sink<'a> for Build {
+    const CANONICAL: bool = false;
+    type Out = Value;
+    type List = Vec<Value>;
+    type Map = Map;
+
+    #[inline]
+    fn leaf(&mut self, make: impl FnOnce() -> Value) -> Value {
+        make()
+    }
+
+    #[inline]
+    fn list(&mut self, n: usize) -> Vec<Value> {
+        Vec::with_capacity(n.min(MAX_PREALLOC))
+    }
+
+    #[inline]
+    fn push(&mut self, list: &mut Vec<Value>, value: Value) {
+        list.push(value);
+    }
+
+    #[inline]
+    fn end_list(&mut self, list: Vec<Value>) -> Value {
+        Value::Array(list)
+    }
+
+    #[inline]
+    fn map(&mut self, n: usize) -> Map {
+        Map::with_capacity_and_hasher(n.min(MAX_PREALLOC), Default::default())
+    }
+
+    #[inline]
+    fn insert(&mut self, map: &mut Map, key: &'a str, value: Value) -> bool {
+        map.insert(key.to_owned(), value).is_none()
+    }
+
+    #[inline]
+    fn end_map(&mut self, map: Map) -> Value {
+        Value::Object(map)
+    }
+
+    #[inline]
+    fn non_canonical(&mut self) {}
+}
+
+/// Maps of up to this many keys are checked for repeated keys by comparing
+/// each key with the earlier ones; larger maps use a hash set.
+const SMALL_MAP: usize = 16;
+
+/// Checks the values and builds nothing. It allocates only its key buffer,
+/// reused from item to item, and a hash set for a map of more than
+/// [`SMALL_MAP`] keys.
+struct Skip<'a> {
+    /// The keys of the maps being read, innermost last.
+    keys: Vec<&'a str>,
+    /// Whether everything since [`Skip::reset`] is in the writer's form.
+    canonical: bool,
+}
+
+/// A map being checked by [`Skip`].
+struct SkipMap<'a> {
+    /// Where its keys start in [`Skip::keys`].
+    base: usize,
+    /// Its keys, once it has more than [`SMALL_MAP`].
+    set: Option<HashSet<&'a str, foldhash::fast::RandomState>>,
+}
+
+impl Skip<'_> {
+    fn new() -> Self {
+        Skip {
+            keys: Vec::new(),
+            canonical: true,
+        }
+    }
+
+    /// Starts a new value.
+    fn reset(&mut self) {
+        self.keys.clear();
+        self.canonical = true;
+    }
+}
+
+impl<'a> Sink<'a> for Skip<'a> {
+    const CANONICAL: bool = true;
+    type Out = ();
+    type List = ();
+    type Map = SkipMap<'a>;
+
+    #[inline]
+    fn leaf(&mut self, _make: impl FnOnce() -> Value) {}
+
+    #[inline]
+    fn list(&mut self, _n: usize) {}
+
+    #[inline]
+    fn push(&mut self, _list: &mut (), _value: ()) {}
+
+    #[inline]
+    fn end_list(&mut self, _list: ()) {}
+
+    #[inline]
+    fn map(&mut self, _n: usize) -> SkipMap<'a> {
+        SkipMap {
+            base: self.keys.len(),
+            set: None,
+        }
+    }
+
+    fn insert(&mut self, map: &mut SkipMap<'a>, key: &'a str, _value: ()) -> bool {
+        if let Some(set) = &mut map.set {
+            return set.insert(key);
+        }
+        // Inner maps have truncated the buffer back to their own base, at
+        // or above this map's.
+        let earlier = self.keys.get(map.base..).unwrap_or_default();
+        if earlier.contains(&key) {
+            return false;
+        }
+        if earlier.len() < SMALL_MAP {
+            self.keys.push(key);
+        } else {
+            let mut set = HashSet::with_capacity_and_hasher(2 * SMALL_MAP, Default::default());
+            set.extend(self.keys.drain(map.base..));
+            set.insert(key);
+            map.set = Some(set);
+        }
+        true
+    }
+
+    #[inline]
+    fn end_map(&mut self, map: SkipMap<'a>) {
+        self.keys.truncate(map.base);
+    }
+
+    #[inline]
+    fn non_canonical(&mut self) {
+        self.canonical = false;
+    }
 }
 
 /// A bounds-checked reader of msgpack objects that knows its byte offset.
@@ -680,23 +909,37 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn item(&mut self) -> Result<(Vec<Value>, Map)> {
+    /// An item, `[meta_data, metalayers]`: the `meta_data` list checked by
+    /// `skip` (which also tells whether its encoding is the writer's own) and
+    /// returned as its byte range, the metalayers decoded.
+    fn item(&mut self, skip: &mut Skip<'a>) -> Result<(Range<usize>, Map)> {
         let at = self.pos;
         if self.array_len()? != 2 {
             return Err(Error::msgpack(at, "an item is not [meta_data, metalayers]"));
         }
         let list_at = self.pos;
-        let Value::Array(meta_data) = self.value()? else {
+        skip.reset();
+        self.value(skip)?;
+        let is_list = self.bytes.get(list_at).is_some_and(|&b| {
+            matches!(
+                Marker::from_u8(b),
+                Marker::FixArray(_) | Marker::Array16 | Marker::Array32
+            )
+        });
+        if !is_list {
             return Err(Error::msgpack(list_at, "meta_data is not a list"));
-        };
+        }
+        let list = list_at..self.pos;
         let map_at = self.pos;
-        let Value::Object(metalayers) = self.value()? else {
+        let Value::Object(metalayers) = self.value(&mut Build)? else {
             return Err(Error::msgpack(map_at, "metalayers is not a map"));
         };
-        Ok((meta_data, metalayers))
+        Ok((list, metalayers))
     }
 
-    fn value(&mut self) -> Result<Value> {
+    /// One value, handed to `sink`: [`Build`] makes it, [`Skip`] only checks
+    /// it. Both run this same code, so a value that passes the check decodes.
+    fn value<S: Sink<'a>>(&mut self, sink: &mut S) -> Result<S::Out> {
         let at = self.pos;
         let m = self.marker()?;
         // Only lists and maps recurse. The other kinds live in `scalar` so that
@@ -705,10 +948,20 @@ impl<'a> Cursor<'a> {
         // them in this one function, MAX_DEPTH levels overflowed a thread's
         // default 2 MiB stack (tests/data/fuzz-regressions/).
         match m {
-            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => self.list(m, at),
-            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => self.map(m, at),
-            Marker::FixStr(n) => Ok(Value::String(self.fixstr(n, at)?.to_owned())),
-            _ => self.scalar(m, at),
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => self.list(sink, m, at),
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => self.map(sink, m, at),
+            Marker::FixStr(n) => {
+                let text = self.fixstr(n, at)?;
+                Ok(sink.leaf(|| Value::String(text.to_owned())))
+            }
+            Marker::Str8 => {
+                let text = self.str8(at)?;
+                if S::CANONICAL && !canonical_len(m, text.len()) {
+                    sink.non_canonical();
+                }
+                Ok(sink.leaf(|| Value::String(text.to_owned())))
+            }
+            _ => self.scalar(sink, m, at),
         }
     }
 
@@ -727,6 +980,22 @@ impl<'a> Cursor<'a> {
             return Ok(text);
         }
         self.str_body(Marker::FixStr(n), at)
+    }
+
+    /// A str8 whose marker (at `at`) was just read, as [`Cursor::fixstr`].
+    #[inline]
+    fn str8(&mut self, at: usize) -> Result<&'a str> {
+        let start = self.pos + 1;
+        if let Some(&n) = self.bytes.get(self.pos)
+            && let Some(text) = self
+                .bytes
+                .get(start..start + usize::from(n))
+                .and_then(|raw| std::str::from_utf8(raw).ok())
+        {
+            self.pos = start + usize::from(n);
+            return Ok(text);
+        }
+        self.str_body(Marker::Str8, at)
     }
 
     /// An index entry in its usual form, `93`, a fixstr id, and two
@@ -774,72 +1043,105 @@ impl<'a> Cursor<'a> {
 
     /// A map key: a string, usually a fixstr.
     #[inline]
-    fn key(&mut self) -> Result<&'a str> {
+    fn key<S: Sink<'a>>(&mut self, sink: &mut S) -> Result<&'a str> {
         let at = self.pos;
         match self.bytes.get(at) {
             Some(&b) if b & 0xe0 == 0xa0 => {
                 self.pos += 1;
                 self.fixstr(b & 0x1f, at)
             }
-            _ => self.str_ref(),
+            _ => {
+                let m = self.marker()?;
+                let text = self.str_body(m, at)?;
+                if S::CANONICAL && !canonical_len(m, text.len()) {
+                    sink.non_canonical();
+                }
+                Ok(text)
+            }
         }
     }
 
     /// A list whose marker `m` (at `at`) was just read.
-    fn list(&mut self, m: Marker, at: usize) -> Result<Value> {
+    fn list<S: Sink<'a>>(&mut self, sink: &mut S, m: Marker, at: usize) -> Result<S::Out> {
         let n = self.len_of(m)?.unwrap_or(0);
+        if S::CANONICAL && !canonical_len(m, n) {
+            sink.non_canonical();
+        }
         self.descend(at)?;
-        let mut items = Vec::with_capacity(n.min(MAX_PREALLOC));
+        let mut items = sink.list(n);
         for _ in 0..n {
-            items.push(self.value()?);
+            let value = self.value(sink)?;
+            sink.push(&mut items, value);
         }
         self.depth -= 1;
-        Ok(Value::Array(items))
+        Ok(sink.end_list(items))
     }
 
     /// A map whose marker `m` (at `at`) was just read.
-    fn map(&mut self, m: Marker, at: usize) -> Result<Value> {
+    fn map<S: Sink<'a>>(&mut self, sink: &mut S, m: Marker, at: usize) -> Result<S::Out> {
         let n = self.len_of(m)?.unwrap_or(0);
+        if S::CANONICAL && !canonical_len(m, n) {
+            sink.non_canonical();
+        }
         self.descend(at)?;
-        let mut map = Map::with_capacity_and_hasher(n.min(MAX_PREALLOC), Default::default());
+        let mut map = sink.map(n);
         for _ in 0..n {
-            let key = self.key()?.to_owned();
-            let value = self.value()?;
-            if map.insert(key, value).is_some() {
+            let key = self.key(sink)?;
+            let value = self.value(sink)?;
+            if !sink.insert(&mut map, key, value) {
                 return Err(Error::msgpack(at, "map has a repeated key"));
             }
         }
         self.depth -= 1;
-        Ok(Value::Object(map))
+        Ok(sink.end_map(map))
     }
 
     /// A value other than a list or map, whose marker `m` (at `at`) was just
     /// read.
     #[cfg_attr(debug_assertions, inline(never))]
-    fn scalar(&mut self, m: Marker, at: usize) -> Result<Value> {
-        let value = match m {
-            Marker::Null => Value::Null,
-            Marker::True => Value::Bool(true),
-            Marker::False => Value::Bool(false),
-            Marker::FixPos(n) => Value::Int(i64::from(n)),
+    fn scalar<S: Sink<'a>>(&mut self, sink: &mut S, m: Marker, at: usize) -> Result<S::Out> {
+        // Whether `m` is the form the writer picks for this value.
+        let mut canonical = true;
+        let out = match m {
+            Marker::Null => sink.leaf(|| Value::Null),
+            Marker::True => sink.leaf(|| Value::Bool(true)),
+            Marker::False => sink.leaf(|| Value::Bool(false)),
+            Marker::FixPos(n) => sink.leaf(|| Value::Int(i64::from(n))),
             Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 => {
-                let n = match m {
-                    Marker::U8 => 1,
-                    Marker::U16 => 2,
-                    Marker::U32 => 4,
-                    _ => 8,
+                let (n, least) = match m {
+                    Marker::U8 => (1, 0x80),
+                    Marker::U16 => (2, 0x100),
+                    Marker::U32 => (4, 0x1_0000),
+                    _ => (8, 0x1_0000_0000),
                 };
-                Value::from(self.be(n)?)
+                let u = self.be(n)?;
+                canonical = u >= least;
+                sink.leaf(|| Value::from(u))
             }
-            Marker::FixNeg(n) => Value::Int(i64::from(n)),
-            Marker::I8 => Value::Int(i64::from(i8::from_be_bytes(self.array()?))),
-            Marker::I16 => Value::Int(i64::from(i16::from_be_bytes(self.array()?))),
-            Marker::I32 => Value::Int(i64::from(i32::from_be_bytes(self.array()?))),
-            Marker::I64 => Value::Int(i64::from_be_bytes(self.array()?)),
-            Marker::F32 => Value::Float(f64::from(f32::from_be_bytes(self.array()?))),
-            Marker::F64 => Value::Float(f64::from_bits(self.be(8)?)),
+            Marker::FixNeg(n) => sink.leaf(|| Value::Int(i64::from(n))),
+            Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => {
+                let (i, below) = match m {
+                    Marker::I8 => (i64::from(i8::from_be_bytes(self.array()?)), -32),
+                    Marker::I16 => (i64::from(i16::from_be_bytes(self.array()?)), -128),
+                    Marker::I32 => (i64::from(i32::from_be_bytes(self.array()?)), -32_768),
+                    _ => (i64::from_be_bytes(self.array()?), -2_147_483_648),
+                };
+                canonical = i < below;
+                sink.leaf(|| Value::Int(i))
+            }
+            Marker::F32 => {
+                canonical = false;
+                let f = f64::from(f32::from_be_bytes(self.array()?));
+                sink.leaf(|| Value::Float(f))
+            }
+            Marker::F64 => {
+                let f = f64::from_bits(u64::from_be_bytes(self.array()?));
+                sink.leaf(|| Value::Float(f))
+            }
             Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
-                Value::String(self.str_body(m, at)?.to_owned())
+                let text = self.str_body(m, at)?;
+                canonical = canonical_len(m, text.len());
+                sink.leaf(|| Value::String(text.to_owned()))
             }
             Marker::FixExt1
             | Marker::FixExt2
@@ -859,14 +1161,27 @@ impl<'a> Cursor<'a> {
                     Marker::Ext16 => usize::from(u16::from_be_bytes(self.array()?)),
                     _ => usize::try_from(self.be(4)?).unwrap_or(usize::MAX),
                 };
+                // rmp's write_ext_meta: a fixext for 1, 2, 4, 8 and 16 bytes,
+                // else the smallest of ext 8, 16 and 32.
+                canonical = match m {
+                    Marker::Ext8 => !matches!(n, 1 | 2 | 4 | 8 | 16),
+                    Marker::Ext16 => n > 0xff,
+                    Marker::Ext32 => n > 0xffff,
+                    _ => true,
+                };
                 let ty = self.take(1)?[0] as i8;
                 let payload = self.take(n)?;
                 let text = std::str::from_utf8(payload)
                     .ok()
-                    .filter(|_| ty == EXT_BIGINT);
-                Value::BigInt(text.and_then(BigInt::new).ok_or_else(|| {
-                    Error::msgpack(at, format!("unsupported ext type {ty} or bad big integer"))
-                })?)
+                    .filter(|text| ty == EXT_BIGINT && BigInt::is_valid(text))
+                    .ok_or_else(|| {
+                        Error::msgpack(at, format!("unsupported ext type {ty} or bad big integer"))
+                    })?;
+                // The writer puts an integer that fits u64 in a uint 64.
+                if S::CANONICAL && text.parse::<u64>().is_ok() {
+                    canonical = false;
+                }
+                sink.leaf(|| Value::BigInt(BigInt::from_valid(text)))
             }
             other => {
                 return Err(Error::msgpack(
@@ -875,7 +1190,10 @@ impl<'a> Cursor<'a> {
                 ));
             }
         };
-        Ok(value)
+        if S::CANONICAL && !canonical {
+            sink.non_canonical();
+        }
+        Ok(out)
     }
 
     fn descend(&mut self, at: usize) -> Result<()> {

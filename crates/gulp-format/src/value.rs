@@ -46,11 +46,22 @@ impl BigInt {
     /// Parses canonical decimal text (optional `-`, no leading zeros) of an
     /// integer outside the `i64` range; `None` otherwise.
     pub fn new(text: &str) -> Option<BigInt> {
+        BigInt::is_valid(text).then(|| BigInt(text.into()))
+    }
+
+    /// Whether [`BigInt::new`] accepts `text`, without allocating.
+    pub(crate) fn is_valid(text: &str) -> bool {
         let digits = text.strip_prefix('-').unwrap_or(text);
         let canonical = !digits.is_empty()
             && digits.bytes().all(|b| b.is_ascii_digit())
             && !digits.starts_with('0');
-        (canonical && text.parse::<i64>().is_err()).then(|| BigInt(text.into()))
+        canonical && text.parse::<i64>().is_err()
+    }
+
+    /// A big integer from text that [`BigInt::is_valid`] accepted.
+    pub(crate) fn from_valid(text: &str) -> BigInt {
+        debug_assert!(BigInt::is_valid(text), "{text:?}");
+        BigInt(text.into())
     }
 
     /// The decimal text.

@@ -7,7 +7,7 @@
 use gulp_format::{ChunkMeta, ErrorKind, MetaFormat, Value, read_meta};
 
 #[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // Only the sealing helpers are used here.
+#[allow(dead_code)] // Only the sealing helpers and check_msgpack are used here.
 mod fuzz_checks;
 
 /// A realistic meta: the format-description snippet plus checksums,
@@ -69,6 +69,36 @@ fn every_single_byte_flip_is_detected() {
     assert!(
         kinds.get("Fingerprint").copied().unwrap_or(0) > bytes.len() * 2,
         "{kinds:?}"
+    );
+}
+
+/// Behind the fingerprint: every flip, resealed so that the fingerprint
+/// holds, is either an error at load or a meta whose every `meta_data` list
+/// decodes and writes back consistently (the fuzz checks). A flip that
+/// breaks a list is thus caught by `read_meta`, not on first access.
+#[test]
+fn every_resealed_single_byte_flip_errors_at_load_or_decodes() {
+    let (_, bytes) = real_file();
+    let content = fuzz_checks::unseal(&bytes);
+    let (mut loaded, mut rejected) = (0, 0);
+    for pos in 0..content.len() {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut damaged = content.to_vec();
+            damaged[pos] ^= mask;
+            let sealed = fuzz_checks::seal(damaged);
+            match read_meta(&sealed) {
+                Ok(_) => loaded += 1,
+                Err(err) => {
+                    assert!(!err.to_string().is_empty());
+                    rejected += 1;
+                }
+            }
+            fuzz_checks::check_msgpack(&sealed);
+        }
+    }
+    assert!(
+        loaded > 0 && rejected > 0,
+        "{loaded} loaded, {rejected} rejected"
     );
 }
 

@@ -92,7 +92,7 @@ fn gulpio_fixtures_read_identically() {
             for (id, want) in items {
                 let item = gulp.item(id).unwrap();
                 assert_eq!(
-                    &Value::Array(item.meta_data.clone()),
+                    &Value::Array(item.meta_data.to_vec()),
                     want.get("meta_data").unwrap(),
                     "{id}"
                 );

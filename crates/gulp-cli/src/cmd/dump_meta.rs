@@ -101,7 +101,10 @@ fn write_item(
         out.write_all(entry)?;
     } else {
         let mut map = gulp_format::Map::default();
-        map.insert("meta_data".to_owned(), Value::Array(item.meta_data.clone()));
+        map.insert(
+            "meta_data".to_owned(),
+            Value::Array(item.meta_data.to_vec()),
+        );
         let key = JsonSerializer::value_to_string(&Value::from(id));
         let value = JsonSerializer::value_to_string(&Value::Object(map));
         write!(out, "{key}: {value}")?;

@@ -137,7 +137,7 @@ impl<'a> Parser<'a> {
         let meta_data = meta_data.ok_or_else(|| Error::item(id, start, "item has no meta_data"))?;
         Ok(ItemMeta {
             frame_info,
-            meta_data,
+            meta_data: meta_data.into(),
             ..ItemMeta::default()
         })
     }

@@ -72,7 +72,7 @@ fn item(checksums: bool, metalayers: bool) -> impl Strategy<Value = ItemMeta> {
             };
             crcs.prop_map(move |frame_checksums| ItemMeta {
                 frame_info: frame_info.clone(),
-                meta_data: meta_data.clone(),
+                meta_data: meta_data.clone().into(),
                 frame_checksums,
                 metalayers: if metalayers {
                     layers.iter().cloned().collect()

@@ -6,7 +6,7 @@
 //! as a module.
 
 use gulp_format::{
-    ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaFormat, read_index, read_meta,
+    ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaData, MetaFormat, read_index, read_meta,
 };
 
 /// `json_meta`: any bytes through the JSON parser. Whatever parses must write
@@ -42,6 +42,22 @@ pub fn check_json(data: &[u8]) {
         assert_eq!(MetaFormat::detect(&packed), Some(MetaFormat::Msgpack));
         let unpacked =
             read_meta(&packed).unwrap_or_else(|e| panic!("our own msgpack does not parse: {e}"));
+        // Our own msgpack loads with every meta_data list still encoded, and
+        // each decodes (on first access) to what the eager JSON parser built.
+        assert!(
+            unpacked
+                .iter()
+                .all(|(_, item)| !item.meta_data.is_decoded()),
+            "a list in the writer's own form was decoded at load"
+        );
+        for ((id, lazy), (_, eager)) in unpacked.iter().zip(meta.iter()) {
+            assert_eq!(
+                lazy.meta_data.as_slice(),
+                eager.meta_data.as_slice(),
+                "id {id:?}: the lazily decoded meta_data differs"
+            );
+            assert!(lazy.meta_data.is_decoded());
+        }
         assert_eq!(unpacked, meta, "JSON → msgpack → meta changed the meta");
     }
 
@@ -54,10 +70,12 @@ pub fn check_json(data: &[u8]) {
 }
 
 /// `msgpack_meta` (and `msgpack_meta_sealed` after [`sealed`]): any bytes
-/// through the msgpack parser. Whatever parses must write back to msgpack
-/// that parses to the same meta, with canonical bytes that do not change on a
-/// second write; its JSON form must keep every id, `frame_info` and
-/// `meta_data` (the msgpack-only checksums and metalayers aside).
+/// through the msgpack parser. Whatever parses must decode every item's
+/// `meta_data` (checked at load, decoded on first access) and write back to
+/// msgpack that parses to the same meta, with canonical bytes that do not
+/// change on a second write and do not depend on whether a list was kept
+/// encoded; its JSON form must keep every id, `frame_info` and `meta_data`
+/// (the msgpack-only checksums and metalayers aside).
 pub fn check_msgpack(data: &[u8]) {
     let msgpack = MetaFormat::Msgpack.serializer();
     let parsed = msgpack.read_meta(data);
@@ -67,12 +85,38 @@ pub fn check_msgpack(data: &[u8]) {
     }
     let Ok(meta) = parsed else { return };
 
+    // Every meta_data list was checked at load, so decoding it now cannot
+    // fail (debug builds assert so). A list left encoded is written back by
+    // copying its bytes: they must be those the writer makes from the values,
+    // i.e. the bytes written for a copy of the meta holding decoded lists.
+    for (_, item) in meta.iter() {
+        let _ = item.meta_data.first();
+        assert!(item.meta_data.is_decoded());
+    }
+    let eager: ChunkMeta = meta
+        .iter()
+        .map(|(id, item)| {
+            let mut item = item.clone();
+            item.meta_data = MetaData::from(item.meta_data.to_vec());
+            (id.to_owned(), item)
+        })
+        .collect();
+    assert_eq!(eager, meta);
     let packed = msgpack
         .to_vec(&meta)
         .unwrap_or_else(|e| panic!("a parsed msgpack meta cannot be written back: {e}"));
+    assert_eq!(
+        msgpack.to_vec(&eager).expect("written once, so writable"),
+        packed,
+        "a meta_data list kept encoded was written with other bytes than its values"
+    );
     let again = msgpack
         .read_meta(&packed)
         .unwrap_or_else(|e| panic!("our own msgpack does not parse: {e}"));
+    assert!(
+        again.iter().all(|(_, item)| !item.meta_data.is_decoded()),
+        "a list in the writer's own form was decoded at load"
+    );
     assert_eq!(
         again, meta,
         "msgpack → meta → msgpack → meta changed the meta"

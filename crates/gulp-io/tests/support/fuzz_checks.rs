@@ -621,8 +621,8 @@ fn check_directory(
                     .eq(item.frames.iter().map(|f| &f[..]))
             );
             assert_eq!(
-                gulp.item(&item.id).map(|m| &m.meta_data).ok(),
-                Some(&item.meta_data)
+                gulp.item(&item.id).map(|m| m.meta_data.as_slice()).ok(),
+                Some(item.meta_data.as_slice())
             );
         }
     }
