@@ -5,7 +5,8 @@
 //! `FRAME` line and the planes per frame), so nothing touches the disk
 //! (gulpio2 bursts JPEGs into `/dev/shm` first) and no frame is converted
 //! to RGB and back: the JPEG encoder takes the planes as they are. Sources in
-//! other pixel formats are converted to 4:2:0 by ffmpeg. `-r RATE` is an
+//! other pixel formats (or full-range yuvj420p) are converted to video-range
+//! 4:2:0 by ffmpeg. `-r RATE` is an
 //! output option, as in gulpio2's `ffmpeg -i VIDEO -r RATE … -f image2`, so
 //! the same frames are dropped or duplicated and the frame count is the same.
 
@@ -50,18 +51,17 @@ pub fn decode_video(
         }
         cmd.arg("-r").arg(format_rate(rate));
     }
-    // 4:2:0 as it is, in either range (yuvj420p is MJPEG's full range);
-    // anything else converted to 4:2:0. `-strict -1` lets the YUV4MPEG2
-    // muxer write yuvj420p.
+    // YUV 4:2:0, which most videos are already (anything else is
+    // converted). Not a `-vf format=` filter: an explicit filter graph
+    // changes how `-r` treats a stream that starts after 0 (one frame fewer
+    // than gulpio2's burst), where `-pix_fmt` does not.
     cmd.args([
         "-an",
         "-sn",
-        "-vf",
-        "format=pix_fmts=yuv420p|yuvj420p",
+        "-pix_fmt",
+        "yuv420p",
         "-f",
         "yuv4mpegpipe",
-        "-strict",
-        "-1",
         "-",
     ])
     .stdin(Stdio::null())

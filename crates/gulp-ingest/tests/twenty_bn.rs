@@ -157,7 +157,23 @@ fn frame_count_matches_gulpio2_burst() {
     let bw = common::black_white_video(tmp.path());
     let pattern = tmp.path().join("pattern.webm");
     common::test_video(&pattern, "64x48", 25, 3.3);
+    // A stream that starts at 0.2 s (as clips cut from a longer video do):
+    // how `-r` treats the start depends on ffmpeg's other options.
+    let late = tmp.path().join("late.mp4");
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=15:duration=10.3",
+        "-pix_fmt",
+        "yuv420p",
+        "-output_ts_offset",
+        "0.2",
+        late.to_str().unwrap(),
+    ]);
     for (video, rate) in [
+        (&late, Some(8.0)),
+        (&late, None),
         (&bw, Some(8.0)),
         (&bw, Some(5.0)),
         (&bw, None),
