@@ -26,6 +26,8 @@
 #      bench-corpus/results/compare-DATE/.
 #
 # Environment: COMPARE_WORKERS (default nproc), COMPARE_INGEST_REPEAT (2),
+# COMPARE_SHORT_REPEAT (5: runs per side of the JPEG-folder and image-folder
+# tasks, whose gulp runs take 0.1-0.4 s and move most with the load),
 # COMPARE_SKIP_DEFAULT_BUILD_INGEST=1 skips the default build's ingest runs.
 set -euo pipefail
 
@@ -39,6 +41,7 @@ esac
 
 WORKERS="${COMPARE_WORKERS:-$(nproc)}"
 REPEAT="${COMPARE_INGEST_REPEAT:-2}"
+SHORT_REPEAT="${COMPARE_SHORT_REPEAT:-5}"
 CT="$REPO/target/compare"
 BIN="$CT/bin"
 DIRS="$CT/bench-dirs"
@@ -72,7 +75,7 @@ mkdir -p "$RES"
 
 phase_start ingest
 ingest() {
-    "$PY" scripts/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat "$REPEAT" \
+    "$PY" scripts/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat "$REPEAT" --repeat-short "$SHORT_REPEAT" \
         --tasks csv-jpeg,json-8fps,json-8fps-256,image-folder \
         --gulp-chunk-option=--videos-per-chunk --work-dir "$CT/ingest-out" "$@"
 }
@@ -131,7 +134,7 @@ json.dump({
     "kernel": "Linux " + platform.release(), "gulpio2": version("gulpio2"),
     "commit": subprocess.run(["git", "-C", "$REPO", "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip() or "?",
-    "workers": $WORKERS, "ingest_repeat": $REPEAT, "load_start": "$LOAD_START", "load_end": "$LOAD_END",
+    "workers": $WORKERS, "ingest_repeat": $REPEAT, "short_repeat": $SHORT_REPEAT, "load_start": "$LOAD_START", "load_end": "$LOAD_END",
     "total_s": $TOTAL, "phases": {${phases_json%,}},
 }, open(sys.argv[1], "w"), indent=1)
 EOF

@@ -160,7 +160,9 @@ def main():
         f"- Load average (uptime): {meta['load_start']} at the start, {meta['load_end']} at the end.",
         f"- Command: `scripts/compare.sh` (commit `{meta['commit']}`); {meta['workers']} workers "
         f"for every ingest; ingest figures are the fastest of "
-        f"{meta.get('ingest_repeat', 1)} run(s) per side (frames/s = frames ÷ wall; CPU s = user + sys "
+        f"{meta.get('ingest_repeat', 1)} run(s) per side ("
+        f"{meta.get('short_repeat', meta.get('ingest_repeat', 1))} for the JPEG-folder and "
+        "image-folder tasks; frames/s = frames ÷ wall; CPU s = user + sys "
         "of the process tree).",
         f"- Runtime: {meta['total_s'] / 60:.1f} min in all ("
         + ", ".join(f"{k} {v:.0f} s" for k, v in meta["phases"].items()) + ").",
