@@ -271,19 +271,45 @@ pub fn resize_short_edge(
     } else {
         PixelType::U8x3
     };
-    let src = fast_image_resize::images::ImageRef::new(px.width, px.height, &px.data, pixel_type)
-        .map_err(|e| format!("resize: {e}"))?;
-    let mut dst = FirImage::new(nw, nh, pixel_type);
-    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    resizer
-        .resize(&src, &mut dst, &options)
-        .map_err(|e| format!("resize to {nw}x{nh}: {e}"))?;
+    let data = resize_plane(
+        &px.data,
+        (px.width, px.height),
+        (nw, nh),
+        pixel_type,
+        resizer,
+    )?;
     Ok(Some(Pixels {
         width: nw,
         height: nh,
         channels: px.channels,
-        data: dst.into_vec(),
+        data,
     }))
+}
+
+/// Resizes one image or plane of `size` to `target` with Pillow's BILINEAR.
+pub(crate) fn resize_plane(
+    data: &[u8],
+    size: (u32, u32),
+    target: (u32, u32),
+    pixel_type: PixelType,
+    resizer: &mut Resizer,
+) -> Result<Vec<u8>, String> {
+    let src = fast_image_resize::images::ImageRef::new(size.0, size.1, data, pixel_type)
+        .map_err(|e| format!("resize: {e}"))?;
+    let mut dst = FirImage::new(target.0, target.1, pixel_type);
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    resizer
+        .resize(&src, &mut dst, &options)
+        .map_err(|e| format!("resize to {}x{}: {e}", target.0, target.1))?;
+    Ok(dst.into_vec())
+}
+
+/// A frame size as JPEG stores it (16 bits per side).
+pub(crate) fn jpeg_size(width: u32, height: u32) -> Result<(u16, u16), String> {
+    Ok((
+        u16::try_from(width).map_err(|_| format!("{width} pixels wide: JPEG allows 65535"))?,
+        u16::try_from(height).map_err(|_| format!("{height} pixels high: JPEG allows 65535"))?,
+    ))
 }
 
 /// Encodes as gulpio2 does: baseline JPEG, 4:4:4 (no chroma subsampling),
@@ -296,12 +322,7 @@ pub fn encode_jpeg(px: &Pixels, quality: u8) -> Result<Vec<u8>, String> {
 
 /// [`encode_jpeg`], 4:2:0 unless `full_chroma`.
 pub fn encode_jpeg_with(px: &Pixels, quality: u8, full_chroma: bool) -> Result<Vec<u8>, String> {
-    let (w, h) = (
-        u16::try_from(px.width)
-            .map_err(|_| format!("{} pixels wide: JPEG allows 65535", px.width))?,
-        u16::try_from(px.height)
-            .map_err(|_| format!("{} pixels high: JPEG allows 65535", px.height))?,
-    );
+    let (w, h) = jpeg_size(px.width, px.height)?;
     encode_with(px, w, h, quality.clamp(1, 100), full_chroma)
 }
 

@@ -7,10 +7,9 @@
 //! colour matrix is left as it is, as in gulpio2's path (ffmpeg's MJPEG
 //! encoder also takes the decoder's YUV planes and only changes the range).
 
-use fast_image_resize::images::Image as FirImage;
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::{PixelType, Resizer};
 
-use crate::frames::short_edge_size;
+use crate::frames::{jpeg_size, resize_plane, short_edge_size};
 
 /// One frame: the Y plane (`width` × `height`) then the Cb and Cr planes
 /// (each `width.div_ceil(2)` × `height.div_ceil(2)`), rows without padding.
@@ -124,19 +123,12 @@ pub fn resize_short_edge(
     let (y, u, v) = frame.planes();
     let (cw, ch) = Yuv420::chroma_size(frame.width, frame.height);
     let (ncw, nch) = Yuv420::chroma_size(nw, nh);
-    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    for (plane, (w, h), (tw, th)) in [
+    for (plane, size, target) in [
         (y, (frame.width, frame.height), (nw, nh)),
         (u, (cw, ch), (ncw, nch)),
         (v, (cw, ch), (ncw, nch)),
     ] {
-        let src = fast_image_resize::images::ImageRef::new(w, h, plane, PixelType::U8)
-            .map_err(|e| format!("resize: {e}"))?;
-        let mut dst = FirImage::new(tw, th, PixelType::U8);
-        resizer
-            .resize(&src, &mut dst, &options)
-            .map_err(|e| format!("resize to {nw}x{nh}: {e}"))?;
-        data.extend_from_slice(dst.buffer());
+        data.extend(resize_plane(plane, size, target, PixelType::U8, resizer)?);
     }
     Ok(Some(Yuv420 {
         width: nw,
@@ -146,10 +138,10 @@ pub fn resize_short_edge(
     }))
 }
 
-/// Encodes a frame as a baseline JPEG (a video-range frame is first
-/// mapped to full range: call [`Yuv420::expand_range`] to do it in place), 4:2:0 (the planes as they
-/// are) or 4:4:4 (each chroma sample repeated over its 2×2 block, gulpio2's
-/// layout), accurate DCT.
+/// Encodes a frame as a baseline JPEG, 4:2:0 (the planes as they are) or
+/// 4:4:4 (each chroma sample repeated over its 2×2 block, gulpio2's
+/// layout), accurate DCT. A video-range frame is mapped to full range on a
+/// copy first; [`Yuv420::expand_range`] does it in place.
 pub fn encode_jpeg(frame: &Yuv420, quality: u8, full_chroma: bool) -> Result<Vec<u8>, String> {
     frame.check()?;
     if !frame.full_range {
@@ -157,12 +149,7 @@ pub fn encode_jpeg(frame: &Yuv420, quality: u8, full_chroma: bool) -> Result<Vec
         full.expand_range();
         return encode_jpeg(&full, quality, full_chroma);
     }
-    let (w, h) = (
-        u16::try_from(frame.width)
-            .map_err(|_| format!("{} pixels wide: JPEG allows 65535", frame.width))?,
-        u16::try_from(frame.height)
-            .map_err(|_| format!("{} pixels high: JPEG allows 65535", frame.height))?,
-    );
+    let (w, h) = jpeg_size(frame.width, frame.height)?;
     encode_with(frame, w, h, quality.clamp(1, 100), full_chroma)
 }
 
