@@ -240,6 +240,10 @@ pub struct IngestArgs {
     /// 444 is gulpio2's layout for everything.
     #[arg(long, value_enum, default_value = "auto")]
     pub subsampling: SubsamplingArg,
+    /// Threads each ffmpeg process decodes a video with (default: the cores
+    /// divided among the workers, at least 1).
+    #[arg(long, value_name = "N")]
+    pub decode_threads: Option<NonZeroU32>,
     /// Shuffle the items before chunking.
     #[arg(long)]
     pub shuffle: bool,

@@ -1,5 +1,6 @@
 //! Turning a frame source into JPEG records: validate, decode, resize, encode.
 
+use std::num::NonZeroU32;
 use std::path::Path;
 
 use fast_image_resize::images::Image as FirImage;
@@ -26,6 +27,13 @@ pub struct FrameOptions {
     pub frame_rate: Option<f64>,
     /// Chroma subsampling of the JPEGs gulp encodes.
     pub subsampling: Subsampling,
+    /// Threads each ffmpeg process decodes with (its input `-threads`).
+    /// `None` leaves the choice to ffmpeg when [`encode_frames`] is called
+    /// directly, while [`crate::ingest`] gives each worker's ffmpeg its
+    /// share of the cores: the workers already keep every core busy, and
+    /// ffmpeg's own choice (a thread per core in every process) then costs
+    /// CPU time for nothing. The decoded frames are the same either way.
+    pub decode_threads: Option<NonZeroU32>,
 }
 
 /// Chroma subsampling of encoded JPEGs (stored JPEGs keep theirs).
@@ -60,6 +68,7 @@ impl Default for FrameOptions {
             quality: 90,
             frame_rate: None,
             subsampling: Subsampling::Auto,
+            decode_threads: None,
         }
     }
 }
@@ -117,17 +126,22 @@ pub fn encode_frames(
         }
         FrameSource::Video(path) => {
             let full_chroma = opts.subsampling.full_for_video();
-            return video::decode_video(path, opts.frame_rate, &mut |frame: Yuv420| {
-                // Resize first, so that the range mapping runs on the
-                // smaller frame.
-                let mut frame = yuv::resize_short_edge(&frame, opts.short_edge, &mut resizer)
-                    .map_err(|e| ItemError::at(path, e))?
-                    .unwrap_or(frame);
-                frame.expand_range();
-                let jpeg = yuv::encode_jpeg(&frame, opts.quality, full_chroma)
-                    .map_err(|e| ItemError::at(path, e))?;
-                sink(jpeg)
-            });
+            return video::decode_video(
+                path,
+                opts.frame_rate,
+                opts.decode_threads,
+                &mut |frame: Yuv420| {
+                    // Resize first, so that the range mapping runs on the
+                    // smaller frame.
+                    let mut frame = yuv::resize_short_edge(&frame, opts.short_edge, &mut resizer)
+                        .map_err(|e| ItemError::at(path, e))?
+                        .unwrap_or(frame);
+                    frame.expand_range();
+                    let jpeg = yuv::encode_jpeg(&frame, opts.quality, full_chroma)
+                        .map_err(|e| ItemError::at(path, e))?;
+                    sink(jpeg)
+                },
+            );
         }
     }
     Ok(None)

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::num::NonZeroU32;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,17 @@ use crate::frames::{FrameOptions, encode_frames};
 /// How much encoded frame data the items in flight may hold in memory in
 /// all; an item beyond its share spills to an unnamed temporary file.
 const MEMORY_BUDGET: usize = 128 << 20;
+
+/// ffmpeg's decoding threads for each worker: an equal share of the cores,
+/// at least 1 and at most 16 (ffmpeg's own limit for its automatic choice).
+/// With a worker per core, decoding on one thread saves the CPU time that
+/// frame threading spends on handing frames between threads (about 14 % of
+/// ffmpeg's time on 2 cores).
+fn decode_threads_per_worker(workers: usize) -> NonZeroU32 {
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    let share = (cores / workers.max(1)).clamp(1, 16);
+    NonZeroU32::new(u32::try_from(share).unwrap_or(1)).unwrap_or(NonZeroU32::MIN)
+}
 
 /// Options of an ingest run.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +192,9 @@ pub fn ingest(
     let mut frames_opts = opts.frames;
     if frames_opts.frame_rate.is_none() {
         frames_opts.frame_rate = adapter.default_frame_rate();
+    }
+    if frames_opts.decode_threads.is_none() {
+        frames_opts.decode_threads = Some(decode_threads_per_worker(opts.workers));
     }
     let state = Run {
         adapter,

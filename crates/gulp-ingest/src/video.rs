@@ -11,6 +11,7 @@
 //! the same frames are dropped or duplicated and the frame count is the same.
 
 use std::io::{BufRead, BufReader, Read};
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -31,10 +32,12 @@ const STDERR_KEEP: usize = 4096;
 /// to `sink` as YUV 4:2:0 planes, in the range ffmpeg gives (video range
 /// unless the source is full range). Returns what ffmpeg printed at its "error" log
 /// level when it still exited successfully (e.g. a damaged packet it could
-/// skip), so the caller can report it.
+/// skip), so the caller can report it. `threads` is ffmpeg's decoding
+/// `-threads` (its own choice when `None`).
 pub fn decode_video(
     path: &Path,
     frame_rate: Option<f64>,
+    threads: Option<NonZeroU32>,
     sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
 ) -> Result<Option<String>, ItemError> {
     match std::fs::metadata(path) {
@@ -43,8 +46,11 @@ pub fn decode_video(
         Err(e) => return Err(ItemError::at(path, format!("cannot open video: {e}"))),
     }
     let mut cmd = Command::new(ffmpeg_binary());
-    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-i"])
-        .arg(path);
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"]);
+    if let Some(n) = threads {
+        cmd.arg("-threads").arg(n.to_string());
+    }
+    cmd.arg("-i").arg(path);
     if let Some(rate) = frame_rate {
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ItemError::new(format!("frame rate {rate} is not positive")).fatal());

@@ -192,7 +192,7 @@ fn frame_count_matches_gulpio2_burst() {
         common::ffmpeg(&args);
         let bursted = fs::read_dir(burst.path()).unwrap().count();
         let mut decoded = 0;
-        video::decode_video(video, rate, &mut |_| {
+        video::decode_video(video, rate, None, &mut |_| {
             decoded += 1;
             Ok(())
         })
@@ -200,6 +200,44 @@ fn frame_count_matches_gulpio2_burst() {
         assert_eq!(decoded, bursted, "{} at {rate:?}", video.display());
         assert!(decoded > 0);
     }
+}
+
+/// ffmpeg decodes the same frames on one thread as on several (ingest picks
+/// the thread count from the number of workers).
+#[test]
+fn decode_threads_do_not_change_frames() {
+    let tmp = tempfile::tempdir().unwrap();
+    // H.264 with B-frames, which frame threading decodes out of order.
+    let clip = tmp.path().join("clip.mp4");
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=320x240:rate=25:duration=3",
+        "-pix_fmt",
+        "yuv420p",
+        "-bf",
+        "3",
+        clip.to_str().unwrap(),
+    ]);
+    let decode = |threads: Option<u32>| {
+        let mut frames = Vec::new();
+        video::decode_video(
+            &clip,
+            Some(8.0),
+            threads.and_then(std::num::NonZeroU32::new),
+            &mut |frame| {
+                frames.push((frame.width, frame.height, frame.data));
+                Ok(())
+            },
+        )
+        .unwrap();
+        frames
+    };
+    let one = decode(Some(1));
+    assert!(one.len() >= 24, "{} frames", one.len());
+    assert_eq!(one, decode(Some(4)));
+    assert_eq!(one, decode(None));
 }
 
 /// The luma sampling factors of a JPEG's first component (0x22: 4:2:0,

@@ -25,6 +25,7 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
             quality: args.quality,
             frame_rate: args.frame_rate,
             subsampling: args.subsampling.into(),
+            decode_threads: args.decode_threads,
         },
         meta_format: args.meta_format.into(),
         strict: args.strict,
