@@ -125,26 +125,58 @@ pub fn encode_frames(
             }
         }
         FrameSource::Video(path) => {
-            let full_chroma = opts.subsampling.full_for_video();
             return video::decode_video(
                 path,
                 opts.frame_rate,
                 opts.decode_threads,
                 &mut |frame: Yuv420| {
-                    // Resize first, so that the range mapping runs on the
-                    // smaller frame.
-                    let mut frame = yuv::resize_short_edge(&frame, opts.short_edge, &mut resizer)
-                        .map_err(|e| ItemError::at(path, e))?
-                        .unwrap_or(frame);
-                    frame.expand_range();
-                    let jpeg = yuv::encode_jpeg(&frame, opts.quality, full_chroma)
-                        .map_err(|e| ItemError::at(path, e))?;
-                    sink(jpeg)
+                    sink(
+                        video_frame(frame, opts, &mut resizer)
+                            .map_err(|e| ItemError::at(path, e))?,
+                    )
                 },
             );
         }
     }
     Ok(None)
+}
+
+/// Encodes several videos with one ffmpeg process
+/// ([`video::decode_videos`]), each video's JPEG frames going to its sink
+/// (from a thread of its own). `false` when that failed: what the sinks got
+/// must be thrown away and each video encoded with [`encode_frames`], which
+/// reports its own errors.
+pub fn encode_videos(
+    paths: &[&Path],
+    opts: &FrameOptions,
+    sinks: &mut [&mut (dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send)],
+) -> bool {
+    let mut encoders: Vec<_> = sinks
+        .iter_mut()
+        .map(|sink| {
+            let mut resizer = Resizer::new();
+            move |frame: Yuv420| -> Result<(), ItemError> {
+                sink(video_frame(frame, opts, &mut resizer).map_err(ItemError::new)?)
+            }
+        })
+        .collect();
+    let mut refs: Vec<&mut video::SendSink<'_>> = encoders
+        .iter_mut()
+        .map(|e| e as &mut video::SendSink<'_>)
+        .collect();
+    video::decode_videos(paths, opts.frame_rate, opts.decode_threads, &mut refs)
+}
+
+/// One decoded video frame to a JPEG: resized (before the range mapping, so
+/// that it runs on the smaller frame), mapped to full range, encoded.
+fn video_frame(
+    frame: Yuv420,
+    opts: &FrameOptions,
+    resizer: &mut Resizer,
+) -> Result<Vec<u8>, String> {
+    let mut frame = yuv::resize_short_edge(&frame, opts.short_edge, resizer)?.unwrap_or(frame);
+    frame.expand_range();
+    yuv::encode_jpeg(&frame, opts.quality, opts.subsampling.full_for_video())
 }
 
 /// Whether `bytes` start like a JPEG file (SOI marker then another marker).

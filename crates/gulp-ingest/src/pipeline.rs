@@ -26,9 +26,10 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use gulp_format::{MetaFormat, Value};
 use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
 
-use crate::adapter::DatasetAdapter;
+use crate::adapter::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, Skipped};
-use crate::frames::{FrameOptions, encode_frames};
+use crate::frames::{FrameOptions, encode_frames, encode_videos};
+use crate::video::{BATCH, BATCH_MAX_FILE};
 
 /// How much encoded frame data the items in flight may hold in memory in
 /// all; an item beyond its share spills to an unnamed temporary file.
@@ -231,6 +232,21 @@ struct Run<'a> {
     frames: FrameOptions,
 }
 
+/// How many of the `remaining` items the next group takes: [`BATCH`] while
+/// there are plenty, fewer towards the end, down to single items for the
+/// last ones, so that no worker is left with a long group while the others
+/// have nothing to do.
+fn group_size(remaining: usize, workers: usize) -> usize {
+    (remaining / (2 * workers.max(1))).clamp(1, BATCH)
+}
+
+/// One item to do: its place in the run, its index in the adapter, its id.
+struct Job {
+    seq: usize,
+    index: usize,
+    id: String,
+}
+
 /// A worker's answer for one item.
 struct Outcome {
     seq: usize,
@@ -259,9 +275,10 @@ impl Run<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let workers = self.opts.workers;
-        let window = workers * 2 + 2;
+        // Room for every worker's group and one more group each.
+        let window = workers * BATCH * 2 + 2;
         let per_item_memory = (MEMORY_BUDGET / window).max(1 << 20);
-        let (job_tx, job_rx) = bounded::<(usize, usize, String)>(workers);
+        let (job_tx, job_rx) = bounded::<Vec<Job>>(workers);
         let (out_tx, out_rx) = bounded::<Outcome>(window);
         let (credit_tx, credit_rx) = bounded::<()>(window);
         for _ in 0..window {
@@ -279,12 +296,20 @@ impl Run<'_> {
             thread::Builder::new()
                 .name("gulp-ingest-producer".into())
                 .spawn_scoped(scope, move || {
-                    for (seq, (index, id)) in todo.into_iter().enumerate() {
-                        if credit_rx.recv().is_err()
-                            || stop.load(Ordering::Relaxed)
-                            || job_tx.send((seq, index, id)).is_err()
-                        {
-                            break;
+                    // Groups of consecutive items, so that a worker can
+                    // decode a group's videos with one ffmpeg.
+                    let mut jobs = todo.into_iter().enumerate();
+                    while jobs.len() > 0 {
+                        let size = group_size(jobs.len(), workers);
+                        let mut group = Vec::with_capacity(size);
+                        for (seq, (index, id)) in jobs.by_ref().take(size) {
+                            if credit_rx.recv().is_err() || stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            group.push(Job { seq, index, id });
+                        }
+                        if job_tx.send(group).is_err() {
+                            return;
                         }
                     }
                 })
@@ -322,40 +347,122 @@ impl Run<'_> {
     fn worker(
         &self,
         name: &str,
-        jobs: &Receiver<(usize, usize, String)>,
+        jobs: &Receiver<Vec<Job>>,
         out: &Sender<Outcome>,
         stop: &AtomicBool,
         memory: usize,
     ) {
-        while let Ok((seq, index, id)) = jobs.recv() {
+        let failure = |panic: Box<dyn std::any::Any + Send>| Failure::Panic {
+            worker: name.to_owned(),
+            message: panic_message(panic.as_ref()),
+        };
+        while let Ok(group) = jobs.recv() {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            let result = catch_unwind(AssertUnwindSafe(|| self.encode(index, memory)));
-            let result = match result {
-                Ok(Ok(encoded)) => Ok(encoded),
-                Ok(Err(e)) => Err(Failure::Item(e)),
-                Err(panic) => Err(Failure::Panic {
-                    worker: name.to_owned(),
-                    message: panic_message(panic.as_ref()),
-                }),
-            };
-            if out
-                .send(Outcome {
-                    seq,
-                    index,
-                    id,
-                    result,
+            let mut items: Vec<(Job, std::result::Result<Item, Failure>)> = group
+                .into_iter()
+                .map(|job| {
+                    let item = match catch_unwind(AssertUnwindSafe(|| self.adapter.item(job.index)))
+                    {
+                        Ok(Ok(item)) => Ok(item),
+                        Ok(Err(e)) => Err(Failure::Item(e)),
+                        Err(panic) => Err(failure(panic)),
+                    };
+                    (job, item)
                 })
-                .is_err()
-            {
-                return;
+                .collect();
+            let mut batched = catch_unwind(AssertUnwindSafe(|| self.encode_batch(&items, memory)))
+                .unwrap_or_default();
+            for (k, (job, item)) in items.drain(..).enumerate() {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let result = match (batched.get_mut(k).and_then(Option::take), item) {
+                    (Some(frames), Ok(item)) => Ok(Encoded {
+                        meta: item.meta,
+                        frames,
+                        warning: None,
+                    }),
+                    (_, Err(failure)) => Err(failure),
+                    (None, Ok(item)) => {
+                        match catch_unwind(AssertUnwindSafe(|| self.encode(item, memory))) {
+                            Ok(Ok(encoded)) => Ok(encoded),
+                            Ok(Err(e)) => Err(Failure::Item(e)),
+                            Err(panic) => Err(failure(panic)),
+                        }
+                    }
+                };
+                let Job { seq, index, id } = job;
+                if out
+                    .send(Outcome {
+                        seq,
+                        index,
+                        id,
+                        result,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
             }
         }
     }
 
-    fn encode(&self, index: usize, memory: usize) -> std::result::Result<Encoded, ItemError> {
-        let item = self.adapter.item(index)?;
+    /// Encodes the videos of a group (two or more) with one ffmpeg; for each
+    /// item, its frames when that worked, `None` for the items left to
+    /// encode one by one (all of them if the batch failed).
+    fn encode_batch(
+        &self,
+        items: &[(Job, std::result::Result<Item, Failure>)],
+        memory: usize,
+    ) -> Vec<Option<FrameBuffer>> {
+        let mut result: Vec<Option<FrameBuffer>> = items.iter().map(|_| None).collect();
+        let videos: Vec<(usize, &Path)> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (_, item))| match item {
+                Ok(Item {
+                    frames: FrameSource::Video(path),
+                    ..
+                }) => Some((k, path.as_path())),
+                _ => None,
+            })
+            // A large file (or one that cannot be read) is decoded alone.
+            .filter(|(_, path)| fs::metadata(path).is_ok_and(|m| m.len() <= BATCH_MAX_FILE))
+            .collect();
+        if videos.len() < 2 {
+            return result;
+        }
+        let paths: Vec<&Path> = videos.iter().map(|&(_, p)| p).collect();
+        let mut buffers: Vec<FrameBuffer> = videos
+            .iter()
+            .map(|_| FrameBuffer::new(self.output, memory))
+            .collect();
+        let mut sinks: Vec<_> = buffers
+            .iter_mut()
+            .map(|frames| {
+                move |jpeg: Vec<u8>| -> std::result::Result<(), ItemError> {
+                    frames.push(jpeg).map_err(|e| {
+                        ItemError::new(format!("spilling frames to a temporary file: {e}"))
+                    })
+                }
+            })
+            .collect();
+        let mut refs: Vec<&mut (dyn FnMut(Vec<u8>) -> std::result::Result<(), ItemError> + Send)> =
+            sinks.iter_mut().map(|s| s as _).collect();
+        if !encode_videos(&paths, &self.frames, &mut refs) {
+            return result;
+        }
+        drop(refs);
+        drop(sinks);
+        for ((k, _), frames) in videos.iter().zip(buffers) {
+            result[*k] = Some(frames);
+        }
+        result
+    }
+
+    fn encode(&self, item: Item, memory: usize) -> std::result::Result<Encoded, ItemError> {
         let mut frames = FrameBuffer::new(self.output, memory);
         let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| {
             frames.push(jpeg).map_err(|e| {

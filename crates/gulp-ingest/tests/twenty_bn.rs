@@ -4,6 +4,7 @@
 mod common;
 
 use std::fs;
+use std::num::NonZeroU32;
 use std::path::Path;
 
 use gulp_ingest::adapters::Dataset;
@@ -225,7 +226,7 @@ fn decode_threads_do_not_change_frames() {
         video::decode_video(
             &clip,
             Some(8.0),
-            threads.and_then(std::num::NonZeroU32::new),
+            threads.and_then(NonZeroU32::new),
             &mut |frame| {
                 frames.push((frame.width, frame.height, frame.data));
                 Ok(())
@@ -343,4 +344,102 @@ fn video_frames_keep_their_colours() {
             assert!(f.iter().all(|&p| p == want), "{subsampling:?} frame {i}");
         }
     }
+}
+
+/// Several videos decoded by one ffmpeg give each the frames it gives alone;
+/// a batch with a bad video fails as a whole (and does not hang), so that
+/// the pipeline decodes its videos one by one.
+#[test]
+fn batched_decoding_matches_single() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bw = common::black_white_video(tmp.path());
+    let pattern = tmp.path().join("pattern.webm");
+    common::test_video(&pattern, "64x48", 25, 3.3);
+    let late = tmp.path().join("late.mp4");
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=96x64:rate=15:duration=4",
+        "-pix_fmt",
+        "yuv420p",
+        "-output_ts_offset",
+        "0.2",
+        late.to_str().unwrap(),
+    ]);
+    let garbage = tmp.path().join("garbage.mp4");
+    fs::write(&garbage, b"not a video at all").unwrap();
+    let missing = tmp.path().join("missing.mp4");
+    // Frames larger than a batch takes (ffmpeg would hold a decoder's
+    // frames of this size for every video of the batch).
+    let big = tmp.path().join("big.mp4");
+    common::ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=1280x736:rate=5:duration=0.4",
+        "-pix_fmt",
+        "yuv420p",
+        big.to_str().unwrap(),
+    ]);
+
+    let single = |path: &Path, rate: Option<f64>| {
+        let mut frames = Vec::new();
+        video::decode_video(path, rate, None, &mut |f| {
+            frames.push(f);
+            Ok(())
+        })
+        .unwrap();
+        frames
+    };
+    let batch = |paths: &[&Path], rate: Option<f64>| {
+        let mut got: Vec<Vec<gulp_ingest::yuv::Yuv420>> =
+            paths.iter().map(|_| Vec::new()).collect();
+        let mut sinks: Vec<_> = got
+            .iter_mut()
+            .map(|frames| {
+                move |f| {
+                    frames.push(f);
+                    Ok(())
+                }
+            })
+            .collect();
+        let mut refs: Vec<&mut video::SendSink<'_>> = sinks
+            .iter_mut()
+            .map(|s| s as &mut video::SendSink<'_>)
+            .collect();
+        // One decoding thread per input, as ingest gives on 2 cores.
+        let ok = video::decode_videos(paths, rate, NonZeroU32::new(1), &mut refs);
+        drop(refs);
+        drop(sinks);
+        (ok, got)
+    };
+    for rate in [Some(8.0), None] {
+        let paths = [bw.as_path(), pattern.as_path(), late.as_path()];
+        let (ok, got) = batch(&paths, rate);
+        assert!(ok, "batch at {rate:?}");
+        for (path, frames) in paths.iter().zip(&got) {
+            assert_eq!(
+                frames,
+                &single(path, rate),
+                "{} at {rate:?}",
+                path.display()
+            );
+        }
+    }
+    assert!(!single(&big, Some(8.0)).is_empty(), "big decodes alone");
+    for bad in [&garbage, &missing, &big] {
+        let (ok, _) = batch(&[bw.as_path(), bad.as_path(), late.as_path()], Some(8.0));
+        assert!(!ok, "{}", bad.display());
+    }
+    // A sink that fails stops the batch too.
+    let mut fail = |_| Err(gulp_ingest::ItemError::new("sink says no"));
+    let mut fine = |_| Ok(());
+    let mut refs: Vec<&mut video::SendSink<'_>> = vec![&mut fine, &mut fail];
+    assert!(!video::decode_videos(
+        &[bw.as_path(), late.as_path()],
+        Some(8.0),
+        None,
+        &mut refs
+    ));
 }
