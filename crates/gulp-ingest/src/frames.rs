@@ -143,14 +143,14 @@ pub fn encode_frames(
 
 /// Encodes several videos with one ffmpeg process
 /// ([`video::decode_videos`]), each video's JPEG frames going to its sink
-/// (from a thread of its own). `false` when that failed: what the sinks got
-/// must be thrown away and each video encoded with [`encode_frames`], which
-/// reports its own errors.
+/// (from a thread of its own). Anything but [`video::Batch::Decoded`]: what
+/// the sinks got must be thrown away and each video encoded with
+/// [`encode_frames`], which reports its own errors.
 pub fn encode_videos(
     paths: &[&Path],
     opts: &FrameOptions,
     sinks: &mut [&mut (dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send)],
-) -> bool {
+) -> video::Batch {
     let mut encoders: Vec<_> = sinks
         .iter_mut()
         .map(|sink| {

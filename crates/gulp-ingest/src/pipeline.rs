@@ -29,7 +29,7 @@ use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
 use crate::adapter::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, Skipped};
 use crate::frames::{FrameOptions, encode_frames, encode_videos};
-use crate::video::{BATCH, BATCH_MAX_FILE};
+use crate::video::{BATCH, BATCH_MAX_FILE, Batch};
 
 /// How much encoded frame data the items in flight may hold in memory in
 /// all; an item beyond its share spills to an unnamed temporary file.
@@ -202,6 +202,7 @@ pub fn ingest(
         output,
         opts,
         frames: frames_opts,
+        batching: AtomicBool::new(true),
     };
     let next_chunk = gulp.next_chunk_number();
     drop(existing);
@@ -230,6 +231,10 @@ struct Run<'a> {
     output: &'a Path,
     opts: &'a IngestOptions,
     frames: FrameOptions,
+    /// Cleared when a batch meets frames too large to batch: the videos of
+    /// a dataset tend to share a size, and a batch that fails costs an
+    /// ffmpeg start and the decoding of its first frames.
+    batching: AtomicBool,
 }
 
 /// How many of the `remaining` items the next group takes: [`BATCH`] while
@@ -431,7 +436,7 @@ impl Run<'_> {
             // A large file (or one that cannot be read) is decoded alone.
             .filter(|(_, path)| fs::metadata(path).is_ok_and(|m| m.len() <= BATCH_MAX_FILE))
             .collect();
-        if videos.len() < 2 {
+        if videos.len() < 2 || !self.batching.load(Ordering::Relaxed) {
             return result;
         }
         let paths: Vec<&Path> = videos.iter().map(|&(_, p)| p).collect();
@@ -451,8 +456,13 @@ impl Run<'_> {
             .collect();
         let mut refs: Vec<&mut (dyn FnMut(Vec<u8>) -> std::result::Result<(), ItemError> + Send)> =
             sinks.iter_mut().map(|s| s as _).collect();
-        if !encode_videos(&paths, &self.frames, &mut refs) {
-            return result;
+        match encode_videos(&paths, &self.frames, &mut refs) {
+            Batch::Decoded => {}
+            Batch::Failed => return result,
+            Batch::TooLarge => {
+                self.batching.store(false, Ordering::Relaxed);
+                return result;
+            }
         }
         drop(refs);
         drop(sinks);

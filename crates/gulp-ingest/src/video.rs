@@ -16,6 +16,7 @@ use std::num::NonZeroU32;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -159,7 +160,7 @@ pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 /// [`decode_video`], so its frames are the same; they reach its sink on a
 /// thread of its own, through a Unix socket that ffmpeg connects to.
 ///
-/// Returns `true` only if ffmpeg succeeded without printing an error and
+/// [`Batch::Decoded`] only if ffmpeg succeeded without printing an error and
 /// every video gave at least one frame that its sink took. Otherwise the
 /// caller must throw away what the sinks received and decode the videos one
 /// by one with [`decode_video`], which reports each one's errors against it.
@@ -168,15 +169,15 @@ pub fn decode_videos(
     frame_rate: Option<f64>,
     threads: Option<NonZeroU32>,
     sinks: &mut [&mut SendSink<'_>],
-) -> bool {
+) -> Batch {
     if paths.is_empty() || paths.len() != sinks.len() {
-        return false;
+        return Batch::Failed;
     }
     if frame_rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-        return false;
+        return Batch::Failed;
     }
     let Ok(dir) = tempfile::Builder::new().prefix("gulp-ffmpeg-").tempdir() else {
-        return false;
+        return Batch::Failed;
     };
     let sockets: Vec<PathBuf> = (0..paths.len())
         .map(|i| dir.path().join(i.to_string()))
@@ -186,7 +187,7 @@ pub fn decode_videos(
         // Fails for a socket path too long for the OS (a long TMPDIR).
         match UnixListener::bind(socket) {
             Ok(l) => listeners.push(l),
-            Err(_) => return false,
+            Err(_) => return Batch::Failed,
         }
     }
     let mut cmd = Command::new(ffmpeg_binary());
@@ -204,9 +205,11 @@ pub fn decode_videos(
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let Ok(mut child) = cmd.spawn() else {
-        return false;
+        return Batch::Failed;
     };
     let stderr = collect_stderr(&mut child);
+    let too_large = AtomicBool::new(false);
+    let too_large = &too_large;
     let all_read = thread::scope(|scope| {
         let readers: Vec<_> = listeners
             .into_iter()
@@ -233,6 +236,7 @@ pub fn decode_videos(
                                     if u64::from(frame.width) * u64::from(frame.height)
                                         > BATCH_MAX_PIXELS
                                     {
+                                        too_large.store(true, Ordering::Relaxed);
                                         return Err(ItemError::new("frames too large to batch"));
                                     }
                                     tx.send(frame).map_err(|_| ItemError::new("sink stopped"))
@@ -275,7 +279,25 @@ pub fn decode_videos(
         all
     });
     let message = stderr_text(stderr);
-    all_read && message.is_none()
+    if too_large.load(Ordering::Relaxed) {
+        Batch::TooLarge
+    } else if all_read && message.is_none() {
+        Batch::Decoded
+    } else {
+        Batch::Failed
+    }
+}
+
+/// What became of a batch given to [`decode_videos`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batch {
+    /// Every video was decoded and taken by its sink.
+    Decoded,
+    /// Something failed (a video, ffmpeg, a sink); decode them one by one.
+    Failed,
+    /// A video has frames over the batch limit (1280×720 pixels); decode
+    /// them one by one, and larger videos are likely to follow.
+    TooLarge,
 }
 
 fn format_rate(rate: f64) -> String {

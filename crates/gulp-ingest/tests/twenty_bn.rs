@@ -409,15 +409,15 @@ fn batched_decoding_matches_single() {
             .map(|s| s as &mut video::SendSink<'_>)
             .collect();
         // One decoding thread per input, as ingest gives on 2 cores.
-        let ok = video::decode_videos(paths, rate, NonZeroU32::new(1), &mut refs);
+        let outcome = video::decode_videos(paths, rate, NonZeroU32::new(1), &mut refs);
         drop(refs);
         drop(sinks);
-        (ok, got)
+        (outcome, got)
     };
     for rate in [Some(8.0), None] {
         let paths = [bw.as_path(), pattern.as_path(), late.as_path()];
-        let (ok, got) = batch(&paths, rate);
-        assert!(ok, "batch at {rate:?}");
+        let (outcome, got) = batch(&paths, rate);
+        assert_eq!(outcome, video::Batch::Decoded, "batch at {rate:?}");
         for (path, frames) in paths.iter().zip(&got) {
             assert_eq!(
                 frames,
@@ -428,18 +428,84 @@ fn batched_decoding_matches_single() {
         }
     }
     assert!(!single(&big, Some(8.0)).is_empty(), "big decodes alone");
-    for bad in [&garbage, &missing, &big] {
-        let (ok, _) = batch(&[bw.as_path(), bad.as_path(), late.as_path()], Some(8.0));
-        assert!(!ok, "{}", bad.display());
+    for (bad, want) in [
+        (&garbage, video::Batch::Failed),
+        (&missing, video::Batch::Failed),
+        (&big, video::Batch::TooLarge),
+    ] {
+        let (outcome, _) = batch(&[bw.as_path(), bad.as_path(), late.as_path()], Some(8.0));
+        assert_eq!(outcome, want, "{}", bad.display());
     }
     // A sink that fails stops the batch too.
     let mut fail = |_| Err(gulp_ingest::ItemError::new("sink says no"));
     let mut fine = |_| Ok(());
     let mut refs: Vec<&mut video::SendSink<'_>> = vec![&mut fine, &mut fail];
-    assert!(!video::decode_videos(
-        &[bw.as_path(), late.as_path()],
-        Some(8.0),
-        None,
-        &mut refs
-    ));
+    assert_eq!(
+        video::decode_videos(&[bw.as_path(), late.as_path()], Some(8.0), None, &mut refs),
+        video::Batch::Failed
+    );
+}
+
+/// Videos too large to batch (frames over 1280×720) and videos that are not
+/// are all ingested, with the frames a one-by-one decode gives.
+#[test]
+fn large_and_small_videos_ingest_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let videos = tmp.path().join("videos");
+    // With one worker: a batch of 4 small videos, then a batch that meets
+    // a big one (and turns batching off), then single decodes.
+    let ids = [
+        "small0", "small1", "small2", "small3", "big0", "small4", "big1", "small5",
+    ];
+    for id in ids {
+        fs::create_dir_all(videos.join(id)).unwrap();
+        let path = videos.join(id).join("v.mp4");
+        if id.starts_with("big") {
+            common::test_video(&path, "1296x736", 8, 0.5);
+        } else {
+            common::test_video(&path, "96x64", 10, 1.0);
+        }
+    }
+    let json = tmp.path().join("videos.json");
+    let list: Vec<String> = ids
+        .iter()
+        .map(|id| format!(r#"{{"id": "{id}", "template": "t"}}"#))
+        .collect();
+    fs::write(&json, format!("[{}]", list.join(", "))).unwrap();
+    let out = tmp.path().join("out");
+    let opts = IngestOptions {
+        items_per_chunk: 3,
+        workers: 1,
+        fsync: false,
+        ..IngestOptions::default()
+    };
+    let adapter = Dataset::twenty_bn_json(&json, &videos, &out, "template").unwrap();
+    let report = ingest(&adapter, &out, &opts, &mut |_| {}).unwrap();
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(report.items, ids.len());
+    let gulp = GulpDirectory::open(&out).unwrap();
+    for id in ids {
+        let path = videos.join(id).join("v.mp4");
+        let mut want = Vec::new();
+        gulp_ingest::frames::encode_frames(
+            &gulp_ingest::FrameSource::Video(path),
+            &FrameOptions {
+                frame_rate: Some(8.0),
+                ..FrameOptions::default()
+            },
+            &mut |jpeg| {
+                want.push(jpeg);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let got: Vec<Vec<u8>> = gulp
+            .frames(id, &Selection::All)
+            .unwrap()
+            .into_iter()
+            .map(std::borrow::Cow::into_owned)
+            .collect();
+        assert_eq!(got, want, "{id}");
+    }
 }
