@@ -192,12 +192,16 @@ fn encode_with(
             for (plane, buffer) in [(u, 1), (v, 2)] {
                 let crow = &plane[cstart..cstart + cw];
                 let out = &mut buffers[buffer];
-                for &s in crow {
-                    out.push(s);
-                    out.push(s);
+                let at = out.len();
+                // Sized first, then filled in pairs (which vectorises; a
+                // push per sample does not).
+                out.resize(at + cw * 2, 0);
+                for (pair, &s) in out[at..].chunks_exact_mut(2).zip(crow) {
+                    pair[0] = s;
+                    pair[1] = s;
                 }
                 // An odd width: the last chroma sample covers one pixel.
-                out.truncate(out.len() - (cw * 2 - w));
+                out.truncate(at + w);
             }
         }
     }
