@@ -11,10 +11,10 @@
 //! the same frames are dropped or duplicated and the frame count is the same.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::num::NonZeroU32;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -136,7 +136,7 @@ fn output_args(cmd: &mut Command, input: usize, frame_rate: Option<f64>) {
 /// The most videos [`decode_videos`] is given at once by the pipeline.
 pub const BATCH: usize = 4;
 
-/// Decoded frames a batch output holds between its socket and its sink.
+/// Decoded frames a batch output holds between its pipe and its sink.
 const FRAME_QUEUE: usize = 4;
 
 /// The largest video file worth a place in a batch: beyond this, decoding
@@ -158,7 +158,7 @@ pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 /// start-up (about 60 ms of CPU, mostly its dynamic linking) once for all of
 /// them. Each video is an output of its own, with the options of
 /// [`decode_video`], so its frames are the same; they reach its sink on a
-/// thread of its own, through a Unix socket that ffmpeg connects to.
+/// thread of its own, through a named pipe that ffmpeg writes to.
 ///
 /// [`Batch::Decoded`] only if ffmpeg succeeded without printing an error and
 /// every video gave at least one frame that its sink took. Otherwise the
@@ -179,26 +179,29 @@ pub fn decode_videos(
     let Ok(dir) = tempfile::Builder::new().prefix("gulp-ffmpeg-").tempdir() else {
         return Batch::Failed;
     };
-    let sockets: Vec<PathBuf> = (0..paths.len())
-        .map(|i| dir.path().join(i.to_string()))
-        .collect();
-    let mut listeners = Vec::with_capacity(sockets.len());
-    for socket in &sockets {
-        // Fails for a socket path too long for the OS (a long TMPDIR).
-        match UnixListener::bind(socket) {
-            Ok(l) => listeners.push(l),
+    // One named pipe per video, both ends open before ffmpeg starts (see
+    // `open_fifo`).
+    let mut fifos = Vec::with_capacity(paths.len());
+    let mut ends = Vec::with_capacity(paths.len());
+    for i in 0..paths.len() {
+        let fifo = dir.path().join(format!("{i}.y4m"));
+        match open_fifo(&fifo) {
+            Ok(pair) => ends.push(pair),
             Err(_) => return Batch::Failed,
         }
+        fifos.push(fifo);
     }
+    let (readers, keepers): (Vec<File>, Vec<File>) = ends.into_iter().unzip();
     let mut cmd = Command::new(ffmpeg_binary());
-    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"]);
+    // -y: the outputs exist (they are the pipes).
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
     for path in paths {
         input_args(&mut cmd, path, threads);
     }
-    for (i, socket) in sockets.iter().enumerate() {
+    for (i, fifo) in fifos.iter().enumerate() {
         output_args(&mut cmd, i, frame_rate);
-        let mut url = OsString::from("unix:");
-        url.push(socket);
+        let mut url = OsString::from("file:");
+        url.push(fifo);
         cmd.arg(url);
     }
     cmd.stdin(Stdio::null())
@@ -211,26 +214,23 @@ pub fn decode_videos(
     let too_large = AtomicBool::new(false);
     let too_large = &too_large;
     let all_read = thread::scope(|scope| {
-        let readers: Vec<_> = listeners
+        let readers: Vec<_> = readers
             .into_iter()
             .zip(sinks.iter_mut())
             .enumerate()
-            .map(|(i, (listener, sink))| {
+            .map(|(i, (stream, sink))| {
                 thread::Builder::new()
                     .name(format!("ffmpeg-output-{i}"))
                     .spawn_scoped(scope, move || {
-                        let Ok((stream, _)) = listener.accept() else {
-                            return false;
-                        };
                         // ffmpeg writes every output from one thread, so an
                         // output whose reader is busy encoding stalls the
                         // others: a reader thread takes frames off the
-                        // socket into a short queue, this thread encodes.
+                        // pipe into a short queue, this thread encodes.
                         let (tx, rx) = crossbeam_channel::bounded::<Yuv420>(FRAME_QUEUE);
                         let reader = thread::Builder::new()
                             .name(format!("ffmpeg-read-{i}"))
                             .spawn_scoped(scope, move || {
-                                // Dropping the connection on return makes a
+                                // Closing the read end on return makes a
                                 // further write of ffmpeg fail, so it exits.
                                 read_stream(stream, &mut |frame| {
                                     if u64::from(frame.width) * u64::from(frame.height)
@@ -264,11 +264,9 @@ pub fn decode_videos(
             })
             .collect();
         let status = child.wait();
-        // A reader whose output ffmpeg never opened (it stopped early) is
-        // still waiting for a connection: give it an empty one.
-        for socket in &sockets {
-            let _ = UnixStream::connect(socket);
-        }
+        // ffmpeg's write ends are closed: closing ours ends every stream,
+        // including those of outputs ffmpeg never opened (it stopped early).
+        drop(keepers);
         let mut all = matches!(status, Ok(s) if s.success());
         for reader in readers {
             all &= match reader {
@@ -298,6 +296,37 @@ pub enum Batch {
     /// A video has frames over the batch limit (1280×720 pixels); decode
     /// them one by one, and larger videos are likely to follow.
     TooLarge,
+}
+
+/// Pipe buffer asked for on ffmpeg's outputs (Linux's default is 64 KiB; an
+/// unprivileged process may go up to `/proc/sys/fs/pipe-max-size`, 1 MiB by
+/// default). A larger buffer means fewer hand-overs between ffmpeg and the
+/// reader per frame.
+const PIPE_SIZE: usize = 1 << 20;
+
+/// Makes a named pipe at `path` and opens both of its ends without waiting
+/// for ffmpeg: the read end, for a reader thread, and a write end that the
+/// caller keeps until ffmpeg has exited. The reader then sees the end of the
+/// stream only once ffmpeg is done with it, and also when ffmpeg stopped
+/// before opening it, so no reader ever waits for an open that will not
+/// come. Both are close-on-exec, so that no other ffmpeg (of another worker)
+/// holds an end of this pipe.
+fn open_fifo(path: &Path) -> std::io::Result<(File, File)> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::mkfifoat(rustix::fs::CWD, path, Mode::RUSR | Mode::WUSR)?;
+    // Opening the read end of a pipe without a writer waits, unless
+    // non-blocking; reads are blocking again from then on.
+    let read = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rustix::fs::fcntl_setfl(&read, OFlags::empty())?;
+    // With a reader there, opening the write end does not wait.
+    let keep = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    // Best effort: the default size works, only with more hand-overs.
+    let _ = rustix::pipe::fcntl_setpipe_size(&read, PIPE_SIZE);
+    Ok((File::from(read), File::from(keep)))
 }
 
 fn format_rate(rate: f64) -> String {
