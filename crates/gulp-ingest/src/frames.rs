@@ -188,22 +188,16 @@ pub fn is_jpeg(bytes: &[u8]) -> bool {
 /// resized and re-encoded when its size must change.
 fn jpeg_frame(jpeg: &[u8], opts: &FrameOptions, resizer: &mut Resizer) -> Result<Vec<u8>, String> {
     let (width, height) = check_jpeg(jpeg)?;
-    let target = opts
-        .short_edge
-        .map(|s| short_edge_size(width, height, s))
-        .filter(|&t| t != (width, height));
-    match target {
-        None => Ok(jpeg.to_vec()),
-        Some(_) => {
-            let px = decode_jpeg(jpeg)?;
-            let resized = resize_short_edge(&px, opts.short_edge, resizer)?;
-            encode_jpeg_with(
-                resized.as_ref().unwrap_or(&px),
-                opts.quality,
-                opts.subsampling.full_for_images(),
-            )
-        }
+    if resized_size(width, height, opts.short_edge).is_none() {
+        return Ok(jpeg.to_vec());
     }
+    let px = decode_jpeg(jpeg)?;
+    let resized = resize_short_edge(&px, opts.short_edge, resizer)?;
+    encode_jpeg_with(
+        resized.as_ref().unwrap_or(&px),
+        opts.quality,
+        opts.subsampling.full_for_images(),
+    )
 }
 
 /// Checks that `jpeg` is a whole JPEG stream as far as can be told without
@@ -272,6 +266,14 @@ pub fn decode_image(bytes: &[u8]) -> Result<Pixels, String> {
     })
 }
 
+/// The size a `width` × `height` frame is resized to for `short_edge`, or
+/// `None` when it keeps its size.
+pub fn resized_size(width: u32, height: u32, short_edge: Option<u32>) -> Option<(u32, u32)> {
+    short_edge
+        .map(|s| short_edge_size(width, height, s))
+        .filter(|&t| t != (width, height))
+}
+
 /// gulpio2's `resize_by_short_edge` size: the shorter edge becomes `size`,
 /// the other is scaled and truncated; a square counts as "width is shorter".
 pub fn short_edge_size(width: u32, height: u32, size: u32) -> (u32, u32) {
@@ -305,13 +307,9 @@ pub fn resize_short_edge(
     short_edge: Option<u32>,
     resizer: &mut Resizer,
 ) -> Result<Option<Pixels>, String> {
-    let Some(size) = short_edge else {
+    let Some((nw, nh)) = resized_size(px.width, px.height, short_edge) else {
         return Ok(None);
     };
-    let (nw, nh) = short_edge_size(px.width, px.height, size);
-    if (nw, nh) == (px.width, px.height) {
-        return Ok(None);
-    }
     let pixel_type = if px.channels == 1 {
         PixelType::U8
     } else {

@@ -9,7 +9,7 @@
 
 use fast_image_resize::{PixelType, Resizer};
 
-use crate::frames::{jpeg_size, resize_plane, short_edge_size};
+use crate::frames::{jpeg_size, resize_plane, resized_size};
 
 /// One frame: the Y plane (`width` × `height`) then the Cb and Cr planes
 /// (each `width.div_ceil(2)` × `height.div_ceil(2)`), rows without padding.
@@ -110,13 +110,9 @@ pub fn resize_short_edge(
     short_edge: Option<u32>,
     resizer: &mut Resizer,
 ) -> Result<Option<Yuv420>, String> {
-    let Some(size) = short_edge else {
+    let Some((nw, nh)) = resized_size(frame.width, frame.height, short_edge) else {
         return Ok(None);
     };
-    let (nw, nh) = short_edge_size(frame.width, frame.height, size);
-    if (nw, nh) == (frame.width, frame.height) {
-        return Ok(None);
-    }
     frame.check()?;
     let len = Yuv420::byte_len(nw, nh).ok_or_else(|| format!("resize to {nw}x{nh}: too large"))?;
     let mut data = Vec::with_capacity(len);

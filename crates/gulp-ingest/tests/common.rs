@@ -109,3 +109,20 @@ pub fn names(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// A `testsrc2` clip whose stream starts at 0.2 s, as clips cut from a
+/// longer video do (how `-r` treats the start depends on ffmpeg's other
+/// options).
+pub fn late_start_video(path: &Path, size: &str, fps: u32, seconds: f64) {
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &format!("testsrc2=size={size}:rate={fps}:duration={seconds}"),
+        "-pix_fmt",
+        "yuv420p",
+        "-output_ts_offset",
+        "0.2",
+        path.to_str().unwrap(),
+    ]);
+}

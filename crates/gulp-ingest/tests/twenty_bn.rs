@@ -158,20 +158,8 @@ fn frame_count_matches_gulpio2_burst() {
     let bw = common::black_white_video(tmp.path());
     let pattern = tmp.path().join("pattern.webm");
     common::test_video(&pattern, "64x48", 25, 3.3);
-    // A stream that starts at 0.2 s (as clips cut from a longer video do):
-    // how `-r` treats the start depends on ffmpeg's other options.
     let late = tmp.path().join("late.mp4");
-    common::ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=15:duration=10.3",
-        "-pix_fmt",
-        "yuv420p",
-        "-output_ts_offset",
-        "0.2",
-        late.to_str().unwrap(),
-    ]);
+    common::late_start_video(&late, "64x48", 15, 10.3);
     for (video, rate) in [
         (&late, Some(8.0)),
         (&late, None),
@@ -356,17 +344,7 @@ fn batched_decoding_matches_single() {
     let pattern = tmp.path().join("pattern.webm");
     common::test_video(&pattern, "64x48", 25, 3.3);
     let late = tmp.path().join("late.mp4");
-    common::ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=96x64:rate=15:duration=4",
-        "-pix_fmt",
-        "yuv420p",
-        "-output_ts_offset",
-        "0.2",
-        late.to_str().unwrap(),
-    ]);
+    common::late_start_video(&late, "96x64", 15, 4.0);
     let garbage = tmp.path().join("garbage.mp4");
     fs::write(&garbage, b"not a video at all").unwrap();
     let missing = tmp.path().join("missing.mp4");
