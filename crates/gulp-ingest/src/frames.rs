@@ -391,16 +391,26 @@ fn encode_with(
         ColorType::Rgb
     };
     let mut out = Vec::with_capacity(px.data.len() / 8 + 1024);
-    let mut encoder = Encoder::new(&mut out, quality);
+    rust_encoder(&mut out, quality, full_chroma)
+        .encode(&px.data, w, h, color)
+        .map_err(|e| format!("JPEG encoding: {e}"))?;
+    Ok(out)
+}
+
+/// The pure-Rust encoder writing to `out`, with 4:4:4 or 4:2:0 chroma.
+#[cfg(not(feature = "turbojpeg"))]
+pub(crate) fn rust_encoder(
+    out: &mut Vec<u8>,
+    quality: u8,
+    full_chroma: bool,
+) -> Encoder<&mut Vec<u8>> {
+    let mut encoder = Encoder::new(out, quality);
     encoder.set_sampling_factor(if full_chroma {
         SamplingFactor::F_1_1
     } else {
         SamplingFactor::F_2_2
     });
     encoder
-        .encode(&px.data, w, h, color)
-        .map_err(|e| format!("JPEG encoding: {e}"))?;
-    Ok(out)
 }
 
 #[cfg(feature = "turbojpeg")]

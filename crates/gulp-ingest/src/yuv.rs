@@ -157,7 +157,7 @@ fn encode_with(
     quality: u8,
     full_chroma: bool,
 ) -> Result<Vec<u8>, String> {
-    use jpeg_encoder::{Encoder, ImageBuffer, JpegColorType, SamplingFactor};
+    use jpeg_encoder::{ImageBuffer, JpegColorType};
 
     /// Rows of Y, Cb and Cr at full resolution, the chroma repeated; with
     /// 2×2 sampling the encoder averages each block back to the plane's
@@ -203,13 +203,7 @@ fn encode_with(
     }
 
     let mut out = Vec::with_capacity(frame.data.len() / 8 + 1024);
-    let mut encoder = Encoder::new(&mut out, quality);
-    encoder.set_sampling_factor(if full_chroma {
-        SamplingFactor::F_1_1
-    } else {
-        SamplingFactor::F_2_2
-    });
-    encoder
+    crate::frames::rust_encoder(&mut out, quality, full_chroma)
         .encode_image(Rows {
             planes: frame.planes(),
             width: w,

@@ -58,15 +58,16 @@ pub fn black_white_video(dir: &Path) -> PathBuf {
 
 /// A short moving test pattern (`testsrc2`), `seconds` long at `fps`.
 pub fn test_video(path: &Path, size: &str, fps: u32, seconds: f64) {
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        &format!("testsrc2=size={size}:rate={fps}:duration={seconds}"),
-        "-pix_fmt",
-        "yuv420p",
-        path.to_str().unwrap(),
-    ]);
+    testsrc2(path, size, fps, seconds, &[]);
+}
+
+/// `testsrc2` encoded to `path`, with `extra` output options.
+fn testsrc2(path: &Path, size: &str, fps: u32, seconds: f64, extra: &[&str]) {
+    let source = format!("testsrc2=size={size}:rate={fps}:duration={seconds}");
+    let mut args = vec!["-f", "lavfi", "-i", &source, "-pix_fmt", "yuv420p"];
+    args.extend(extra);
+    args.push(path.to_str().unwrap());
+    ffmpeg(&args);
 }
 
 /// JPEG frames of a test pattern, as a 20BN frame folder.
@@ -114,15 +115,5 @@ pub fn names(dir: &Path) -> Vec<String> {
 /// longer video do (how `-r` treats the start depends on ffmpeg's other
 /// options).
 pub fn late_start_video(path: &Path, size: &str, fps: u32, seconds: f64) {
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        &format!("testsrc2=size={size}:rate={fps}:duration={seconds}"),
-        "-pix_fmt",
-        "yuv420p",
-        "-output_ts_offset",
-        "0.2",
-        path.to_str().unwrap(),
-    ]);
+    testsrc2(path, size, fps, seconds, &["-output_ts_offset", "0.2"]);
 }
