@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::num::NonZeroU32;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -391,7 +392,7 @@ fn read_frames(
 /// Reads a YUV4MPEG2 stream to its end, giving each frame to `sink`;
 /// returns the number of frames.
 fn read_stream(
-    stream: impl Read,
+    stream: impl Read + AsFd,
     sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
 ) -> Result<usize, ItemError> {
     let mut reader = BufReader::with_capacity(1 << 20, stream);
@@ -433,8 +434,7 @@ fn read_stream(
                 "frame {frames}: ffmpeg output at byte {offset}: not a YUV4MPEG2 frame header"
             )));
         }
-        let mut data = vec![0u8; len];
-        reader.read_exact(&mut data).map_err(|e| {
+        let data = read_frame_data(&mut reader, len).map_err(|e| {
             ItemError::new(format!(
                 "frame {frames}: ffmpeg output ended inside a frame: {e}"
             ))
@@ -448,6 +448,39 @@ fn read_stream(
         })?;
         frames += 1;
     }
+}
+
+/// Reads the `len` bytes of a frame's planes: what `reader` holds, then
+/// straight from the pipe into the frame's buffer, which is not zeroed first
+/// (a frame is up to 1.4 MB at 720p, and every byte of it is overwritten).
+fn read_frame_data<R: Read + AsFd>(
+    reader: &mut BufReader<R>,
+    len: usize,
+) -> std::io::Result<Vec<u8>> {
+    // `with_capacity` gives exactly `len` bytes of room, so reads into the
+    // spare capacity never take bytes of the next frame.
+    let mut data = Vec::with_capacity(len);
+    let held = reader.buffer();
+    let n = held.len().min(len);
+    data.extend_from_slice(&held[..n]);
+    reader.consume(n);
+    if data.capacity() != len {
+        data.resize(len, 0);
+        return reader.get_mut().read_exact(&mut data[n..]).map(|()| data);
+    }
+    while data.len() < len {
+        match rustix::io::read(reader.get_ref(), rustix::buffer::spare_capacity(&mut data)) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("{} of {len} bytes", data.len()),
+                ));
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(data)
 }
 
 /// The longest stream header accepted (ffmpeg's are under 100 bytes).
@@ -555,6 +588,52 @@ mod tests {
         ] {
             assert!(StreamHeader::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Frames written in pieces, with pauses, so that the reader gets part
+    /// of a frame from its buffer and the rest straight from the pipe; then
+    /// a frame cut short.
+    #[test]
+    fn frames_are_read_whole_from_a_pipe() {
+        use std::io::Write;
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let len = Yuv420::byte_len(64, 48).unwrap();
+        let frame = move |k: usize| -> Vec<u8> {
+            (0..len)
+                .map(|i| u8::try_from((i * 7 + k * 13) % 251).unwrap())
+                .collect()
+        };
+        let feeder = thread::spawn(move || {
+            writer
+                .write_all(b"YUV4MPEG2 W64 H48 F8:1 Ip A1:1 C420mpeg2\n")
+                .unwrap();
+            for k in 0..3 {
+                writer.write_all(b"FRAME\n").unwrap();
+                for piece in frame(k).chunks(1000) {
+                    writer.write_all(piece).unwrap();
+                    thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+            writer.write_all(b"FRAME\n").unwrap();
+            writer.write_all(&frame(3)[..len - 1]).unwrap();
+        });
+        let mut got = Vec::new();
+        let err = read_stream(reader, &mut |f| {
+            got.push(f);
+            Ok(())
+        })
+        .unwrap_err();
+        feeder.join().unwrap();
+        assert_eq!(got.len(), 3);
+        for (k, f) in got.iter().enumerate() {
+            assert_eq!((f.width, f.height, f.full_range), (64, 48, false));
+            assert!(f.data == frame(k), "frame {k} differs");
+        }
+        assert!(
+            err.reason.contains("frame 3") && err.reason.contains("ended inside a frame"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]

@@ -354,9 +354,10 @@ mod turbo {
                 .ok_or("libjpeg-turbo: no buffer size for this frame")?;
             SCRATCH.with(|scratch| {
                 let mut out = scratch.borrow_mut();
-                if out.len() < capacity {
-                    out.resize(capacity, 0);
-                }
+                // Room for `capacity` bytes, left uninitialised: the library
+                // writes the JPEG from the start, and only that is read.
+                out.clear();
+                out.reserve(capacity);
                 let mut out_ptr: *mut c_uchar = out.as_mut_ptr();
                 let mut out_len = c_ulong::try_from(capacity).map_err(|_| "buffer size")?;
                 let mut plane_ptrs: [*const c_uchar; 3] = planes.map(<[u8]>::as_ptr);
@@ -389,7 +390,10 @@ mod turbo {
                     .ok()
                     .filter(|&n| n <= capacity)
                     .ok_or("libjpeg-turbo reported a size past its buffer")?;
-                Ok(out[..len].to_vec())
+                // SAFETY: the library wrote `len` bytes (at most the
+                // `capacity` reserved) from the start of the buffer.
+                unsafe { out.set_len(len) };
+                Ok(out.clone())
             })
         })
     }
