@@ -25,6 +25,14 @@ several chunks (gulpio2 parallelises over chunks: with its default of 100 per
 chunk the 51 videos would be one chunk on one worker). --gulp-chunk-option
 passes the same number to gulp under the option name given.
 
+Each task runs --repeat timed runs per side, then --memory-runs runs with the
+memory sampler on. Timing and sampling are kept apart because the sampler
+disturbs what it watches: reading smaps_rollup walks the page tables of every
+process of the tree under its memory-map lock, which on a 2-core machine takes
+CPU from the run and stalls its threads' page faults and mmap calls (about 6 %
+of gulp's wall time on the 8 fps task, 2 % of gulpio2's). Speed comes from the
+fastest timed run, memory from the highest peak of the sampled runs.
+
 Measured per run, the command being a subprocess of this script:
 
   wall        time from start to exit (time.perf_counter);
@@ -34,7 +42,8 @@ Measured per run, the command being a subprocess of this script:
               / wall;
   tree RSS    peak of the sum of VmRSS over the process tree (the command and
               all its descendants: pool workers, ffmpeg), sampled from /proc
-              every --sample-ms (default 50) ms; counts shared pages once per
+              every --sample-ms (default 50) ms in memory runs; counts shared
+              pages once per
               process, so it over-states forked pools;
   tree PSS    peak of the sum of Pss (/proc/PID/smaps_rollup) over the tree,
               same samples: shared pages split between sharers, the fairer sum;
@@ -217,31 +226,41 @@ def warm(paths):
 
 
 def timed_run(cmd, log_path, interval, shm_dir):
+    """Runs `cmd`; samples the memory of its process tree every `interval`
+    seconds, or not at all when `interval` is None (a timed run)."""
     with open(log_path, "w") as logf:
         logf.write(" ".join(cmd) + "\n")
         logf.flush()
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
-        sampler = Sampler(proc.pid, interval, shm_dir)
-        sampler.start()
+        sampler = None
+        if interval is not None:
+            sampler = Sampler(proc.pid, interval, shm_dir)
+            sampler.start()
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
-        sampler.stop.set()
-        sampler.join()
-    return {
+        if sampler is not None:
+            sampler.stop.set()
+            sampler.join()
+    rec = {
         "wall_s": wall,
         "exit": proc.returncode,
-        "peak_tree_rss_mb": sampler.peak_rss / 1e6,
-        "peak_tree_pss_mb": sampler.peak_pss / 1e6,
+        "sampled": sampler is not None,
         "maxrss_single_mb": ru.ru_maxrss * 1024 / 1e6,
-        "peak_shm_mb": max(0, sampler.peak_shm) / 1e6,
-        "peak_procs": sampler.peak_procs,
-        "samples": sampler.samples,
         "cpu_user_s": ru.ru_utime,
         "cpu_sys_s": ru.ru_stime,
     }
+    if sampler is not None:
+        rec.update({
+            "peak_tree_rss_mb": sampler.peak_rss / 1e6,
+            "peak_tree_pss_mb": sampler.peak_pss / 1e6,
+            "peak_shm_mb": max(0, sampler.peak_shm) / 1e6,
+            "peak_procs": sampler.peak_procs,
+            "samples": sampler.samples,
+        })
+    return rec
 
 
 def expected_counts(task, corpus):
@@ -329,14 +348,37 @@ def fmt_mb(v):
     return "-" if v is None else f"{v:,.0f}"
 
 
-def table(results, tasks):
-    best = {}
+def best_runs(results):
+    """{(task, impl): run} with the speed of the fastest timed run and the
+    memory of the sampled run with the highest peak tree PSS. Records of
+    runs that were both timed and sampled (before timing and sampling were
+    separated) count as both."""
+    fastest, peak = {}, {}
     for r in results:
-        if not r["ok"]:
+        if not r.get("ok"):
             continue
         key = (r["task"], r["impl"])
-        if key not in best or r["wall_s"] < best[key]["wall_s"]:
-            best[key] = r
+        if not r.get("sampled"):
+            if key not in fastest or r["wall_s"] < fastest[key]["wall_s"]:
+                fastest[key] = r
+        if r.get("peak_tree_pss_mb") is not None:
+            if key not in peak or r["peak_tree_pss_mb"] > peak[key]["peak_tree_pss_mb"]:
+                peak[key] = r
+    best = {}
+    for key, r in fastest.items():
+        r = dict(r)
+        m = peak.get(key)
+        for k in MEMORY_KEYS:
+            r[k] = m.get(k) if m else None
+        best[key] = r
+    return best
+
+
+MEMORY_KEYS = ("peak_tree_rss_mb", "peak_tree_pss_mb", "peak_shm_mb", "samples")
+
+
+def table(results, tasks):
+    best = best_runs(results)
     lines = []
     head = ("| task | impl | items | frames | wall s | frames/s | CPU s | tree RSS MB | tree PSS MB "
             "| max 1 proc MB | /dev/shm MB | load avg before |")
@@ -358,8 +400,8 @@ def table(results, tasks):
         if a and b:
             same = "same" if a["frames"] == b["frames"] else f"{b['frames']} vs {a['frames']}"
             ratios.append(
-                f"| {t} | {(b['frames'] / b['wall_s']) / (a['frames'] / a['wall_s']):.1f}x | "
-                f"{b['peak_tree_pss_mb']:,.0f} vs {a['peak_tree_pss_mb']:,.0f} MB | "
+                f"| {t} | {(b['frames'] / b['wall_s']) / (a['frames'] / a['wall_s']):.2f}x | "
+                f"{fmt_mb(b['peak_tree_pss_mb'])} vs {fmt_mb(a['peak_tree_pss_mb'])} MB | "
                 f"{same} |")
     if ratios:
         lines += ["", "| task | gulp ÷ gulpio2 frames/s | peak tree PSS gulp vs gulpio2 | frames |",
@@ -384,7 +426,13 @@ def main():
     p.add_argument("--num-workers", type=int, default=2)
     p.add_argument("--tasks", default=DEFAULT_TASKS,
                    help=f"comma-separated, of {', '.join(TASKS)} (default {DEFAULT_TASKS})")
-    p.add_argument("--repeat", type=int, default=1, help="runs per task and side; the table shows the fastest")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="timed runs per task and side (no memory sampling); the table shows "
+                        "the fastest")
+    p.add_argument("--memory-runs", type=int, default=1,
+                   help="runs per task and side with the memory sampler on, after the timed "
+                        "ones; the table shows their highest peak (default 1; 0: no memory "
+                        "figures)")
     p.add_argument("--repeat-short", type=int, default=None,
                    help="runs per side for csv-jpeg and image-folder, whose gulp runs take "
                         "well under a second and move most with the load (default: --repeat)")
@@ -439,7 +487,8 @@ def main():
         repeat = args.repeat
         if task in SHORT_TASKS and args.repeat_short is not None:
             repeat = args.repeat_short
-        for rep in range(repeat):
+        for rep in range(repeat + args.memory_runs):
+            sampled = rep >= repeat
             for impl in impls:
                 out = os.path.join(work, f"{impl}-{task}")
                 shutil.rmtree(out, ignore_errors=True)
@@ -454,8 +503,11 @@ def main():
                        "num_workers": args.num_workers, "per_chunk": per_chunk,
                        "cmd": cmd, "loadavg_before": loadavg(),
                        "log": os.path.join(work, f"{impl}-{task}-{rep}.log")}
-                log(f"{impl} {task} (run {rep + 1}/{repeat}): {' '.join(cmd)}")
-                rec.update(timed_run(cmd, rec["log"], args.sample_ms / 1000, args.shm_dir))
+                what = (f"memory run {rep - repeat + 1}/{args.memory_runs}" if sampled
+                        else f"timed run {rep + 1}/{repeat}")
+                log(f"{impl} {task} ({what}): {' '.join(cmd)}")
+                rec.update(timed_run(cmd, rec["log"], args.sample_ms / 1000 if sampled else None,
+                                     args.shm_dir))
                 rec["loadavg_after"] = loadavg()
                 items, frames, chunks, note = count_output(out)
                 want_items, want_frames = expected[task]
@@ -477,8 +529,9 @@ def main():
                 rec.update(items=items, frames=frames, chunks=chunks, ok=ok, note=note.lstrip("; "))
                 if frames:
                     rec["frames_per_s"] = frames / rec["wall_s"]
-                log(f"  exit {rec['exit']}, {rec['wall_s']:.1f} s, {items} items, {frames} frames, "
-                    f"tree PSS {rec['peak_tree_pss_mb']:.0f} MB {note}")
+                pss = (f", tree PSS {rec['peak_tree_pss_mb']:.0f} MB" if rec["sampled"] else "")
+                log(f"  exit {rec['exit']}, {rec['wall_s']:.1f} s, {items} items, {frames} frames"
+                    f"{pss} {note}")
                 emit(rec)
                 results.append(rec)
                 if not args.keep:

@@ -15,7 +15,8 @@
 #   3. ingest (scripts/bench_gulpio2_ingest.py, nproc workers, the same items
 #      per chunk): JPEG folders, videos at 8 fps, at 8 fps and short edge 256,
 #      an image folder; gulpio2 and the turbojpeg build, then the default
-#      build alone;
+#      build alone; per task and side, timed runs without the memory sampler
+#      (speed: the fastest), then one run with it (peak memory);
 #   4. reads on directories made by make_bench_dir (read-2000x8 and 200,000
 #      items in JSON and msgpack meta, ~1.7 GB in all, kept in
 #      target/compare/bench-dirs for the next run): `gulp bench` raw, decode
@@ -35,7 +36,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 case "${1:-}" in
     "") ;;
-    -h | --help) sed -n '2,30p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,32p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
 

@@ -24,6 +24,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gulpio2_ingest import best_runs  # noqa: E402
+
 
 def read_json_objects(path):
     """Every JSON object in a file of concatenated (pretty-printed) objects."""
@@ -40,20 +43,18 @@ def read_json_objects(path):
 
 
 def best_ingest(path):
-    """{(task, impl): best run by wall time} of an ingest JSON-lines file."""
-    best = {}
+    """{(task, impl): run} of an ingest JSON-lines file: the speed of the
+    fastest timed run, the memory of the sampled run with the highest peak
+    (see bench_gulpio2_ingest.best_runs)."""
     if not os.path.exists(path):
-        return best
+        return {}
+    runs = []
     for line in open(path):
-        if not line.startswith("{"):
-            continue
-        r = json.loads(line)
-        if r.get("record") != "run" or not r.get("ok"):
-            continue
-        key = (r["task"], r["impl"])
-        if key not in best or r["wall_s"] < best[key]["wall_s"]:
-            best[key] = r
-    return best
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("record") == "run":
+                runs.append(r)
+    return best_runs(runs)
 
 
 def open_ms(path):
@@ -84,7 +85,8 @@ def main():
         else:
             ok = ratio >= need if higher_is_better else ratio <= need
             met = "met" if ok else "**not met**"
-        rows.append((task, gulp, gulpio2, "-" if ratio is None else f"{ratio:.1f}×",
+        shown = "-" if ratio is None else f"{ratio:.2f}×" if ratio < 10 else f"{ratio:.1f}×"
+        rows.append((task, gulp, gulpio2, shown,
                      target or "-", met))
 
     ingest_tasks = [
@@ -107,8 +109,8 @@ def main():
                       gr / pr if g and p else None, target, need)
     # Peak memory: the largest peak tree PSS over the ingest tasks (turbo run).
     for builds, label in ((turbo, "libjpeg-turbo encoder"), (default, "pure-Rust encoder")):
-        g = [r for (t, i), r in builds.items() if i == "gulp"]
-        p = [r for (t, i), r in turbo.items() if i == "gulpio2"]
+        g = [r for (t, i), r in builds.items() if i == "gulp" and r["peak_tree_pss_mb"]]
+        p = [r for (t, i), r in turbo.items() if i == "gulpio2" and r["peak_tree_pss_mb"]]
         if not g:
             continue
         gm = max(g, key=lambda r: r["peak_tree_pss_mb"])
