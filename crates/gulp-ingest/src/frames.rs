@@ -141,6 +141,9 @@ pub fn encode_frames(
     Ok(None)
 }
 
+/// A consumer of encoded frames that can run on a thread of its own.
+pub type JpegSink<'a> = dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send + 'a;
+
 /// Encodes several videos with one ffmpeg process
 /// ([`video::decode_videos`]), each video's JPEG frames going to its sink
 /// (from a thread of its own). Anything but [`video::Batch::Decoded`]: what
@@ -149,7 +152,7 @@ pub fn encode_frames(
 pub fn encode_videos(
     paths: &[&Path],
     opts: &FrameOptions,
-    sinks: &mut [&mut (dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send)],
+    sinks: &mut [&mut JpegSink<'_>],
 ) -> video::Batch {
     let mut encoders: Vec<_> = sinks
         .iter_mut()

@@ -28,7 +28,7 @@ use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
 
 use crate::adapter::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, Skipped};
-use crate::frames::{FrameOptions, encode_frames, encode_videos};
+use crate::frames::{FrameOptions, JpegSink, encode_frames, encode_videos};
 use crate::video::{BATCH, BATCH_MAX_FILE, Batch};
 
 /// How much encoded frame data the items in flight may hold in memory in
@@ -447,16 +447,9 @@ impl Run<'_> {
             .collect();
         let mut sinks: Vec<_> = buffers
             .iter_mut()
-            .map(|frames| {
-                move |jpeg: Vec<u8>| -> std::result::Result<(), ItemError> {
-                    frames.push(jpeg).map_err(|e| {
-                        ItemError::new(format!("spilling frames to a temporary file: {e}"))
-                    })
-                }
-            })
+            .map(|frames| move |jpeg: Vec<u8>| frames.push(jpeg))
             .collect();
-        let mut refs: Vec<&mut (dyn FnMut(Vec<u8>) -> std::result::Result<(), ItemError> + Send)> =
-            sinks.iter_mut().map(|s| s as _).collect();
+        let mut refs: Vec<&mut JpegSink<'_>> = sinks.iter_mut().map(|s| s as _).collect();
         match encode_videos(&paths, &self.frames, &mut refs) {
             Batch::Decoded => {}
             Batch::Failed => return result,
@@ -475,11 +468,7 @@ impl Run<'_> {
 
     fn encode(&self, item: Item, memory: usize) -> std::result::Result<Encoded, ItemError> {
         let mut frames = FrameBuffer::new(self.output, memory);
-        let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| {
-            frames.push(jpeg).map_err(|e| {
-                ItemError::new(format!("spilling frames to a temporary file: {e}")).fatal()
-            })
-        })?;
+        let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| frames.push(jpeg))?;
         if frames.len() == 0 {
             return Err(ItemError::new("no frames"));
         }
@@ -653,7 +642,15 @@ impl FrameBuffer {
         self.memory.len() + self.spill.as_ref().map_or(0, |(_, lens)| lens.len())
     }
 
-    fn push(&mut self, jpeg: Vec<u8>) -> io::Result<()> {
+    /// Adds a frame; a failure to spill is the machine's (the disk), not the
+    /// item's.
+    fn push(&mut self, jpeg: Vec<u8>) -> std::result::Result<(), ItemError> {
+        self.add(jpeg).map_err(|e| {
+            ItemError::new(format!("spilling frames to a temporary file: {e}")).fatal()
+        })
+    }
+
+    fn add(&mut self, jpeg: Vec<u8>) -> io::Result<()> {
         self.bytes += jpeg.len() as u64;
         if self.spill.is_none() && self.in_memory + jpeg.len() <= self.limit {
             self.in_memory += jpeg.len();

@@ -436,8 +436,10 @@ fn read_frame_data<R: Read + AsFd>(
     reader: &mut BufReader<R>,
     len: usize,
 ) -> std::io::Result<Vec<u8>> {
-    // `with_capacity` gives exactly `len` bytes of room, so reads into the
-    // spare capacity never take bytes of the next frame.
+    // Reads fill the spare capacity, so it must be exactly `len` bytes, or
+    // they could take bytes of the next frame. `with_capacity` gives that
+    // for bytes in practice but promises only "at least": a larger buffer
+    // takes the zeroed path.
     let mut data = Vec::with_capacity(len);
     let held = reader.buffer();
     let n = held.len().min(len);
