@@ -622,3 +622,81 @@ fn killed_ingest_reruns_to_the_same_result() {
 fn killed_ingest_reruns_to_the_same_result_100_trials() {
     crash_trials(100);
 }
+
+/// An ffmpeg without the `setts` bitstream filter (before 4.4), which gulp
+/// uses to decode the videos of a batch one after another: the first batch
+/// fails and its videos are decoded one by one, later batches are decoded
+/// interleaved, and the result is the same. The ffmpeg here has `setts`, so
+/// a wrapper refuses it as ffmpeg 4.3 does.
+#[test]
+fn ffmpeg_without_setts_ingests_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let ids: Vec<String> = (1..=8).map(|i| i.to_string()).collect();
+    for id in &ids {
+        video(&t.join(format!("videos/{id}/clip.mp4")), "64x48", 1.0);
+    }
+    let list: Vec<String> = ids
+        .iter()
+        .map(|id| format!(r#"{{"id": "{id}", "template": "t"}}"#))
+        .collect();
+    fs::write(t.join("list.json"), format!("[{}]", list.join(", "))).unwrap();
+    let log = t.join("ffmpeg.log");
+    let wrapper = t.join("ffmpeg-4.3");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in *setts*) echo 'Unknown bitstream filter setts' >&2; exit 1;; esac\nexec ffmpeg \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let ingest = |out: &Path, ffmpeg: Option<&Path>| {
+        let mut cmd = gulp();
+        cmd.args([
+            "ingest",
+            "20bn-json",
+            s(&t.join("list.json")),
+            s(&t.join("videos")),
+            s(out),
+            "--num-workers",
+            "1",
+            "--videos-per-chunk",
+            "3",
+            "--quiet",
+        ]);
+        if let Some(ffmpeg) = ffmpeg {
+            cmd.env("GULP_FFMPEG", ffmpeg);
+        }
+        cmd.assert().code(0);
+    };
+    let (current, old) = (t.join("current"), t.join("old"));
+    ingest(&current, None);
+    ingest(&old, Some(&wrapper));
+    assert_eq!(media::dir_contents(&old), media::dir_contents(&current));
+    let runs = fs::read_to_string(&log).unwrap();
+    let inputs = |run: &str| run.matches(" -i ").count();
+    // One worker, two batches of 4: the first with setts, then its videos
+    // alone, then the second without setts.
+    let runs: Vec<(usize, bool)> = runs
+        .lines()
+        .map(|run| (inputs(run), run.contains("setts")))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            (4, true),
+            (1, false),
+            (1, false),
+            (1, false),
+            (1, false),
+            (4, false)
+        ],
+        "{}",
+        fs::read_to_string(&log).unwrap()
+    );
+}

@@ -149,6 +149,17 @@ pub const BATCH_MAX_FILE: u64 = 4 << 20;
 /// alone 154 MB).
 const BATCH_MAX_PIXELS: u64 = 1280 * 720;
 
+/// Whether the outputs of a batch are decoded one after another (see
+/// [`decode_videos`]); cleared for the rest of the process by an ffmpeg
+/// without the `setts` bitstream filter (before 4.4).
+static SERIAL: AtomicBool = AtomicBool::new(true);
+
+/// Seconds between the timestamps of consecutive outputs of a batch (34
+/// years, longer than any video; for [`BATCH`] outputs and a 90 kHz time
+/// base the shifted times stay exact in the double precision `setts`
+/// computes in).
+const SERIAL_SHIFT_S: u64 = 1 << 30;
+
 /// A frame consumer that can run on a thread of its own.
 pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 
@@ -157,6 +168,16 @@ pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 /// them. Each video is an output of its own, with the options of
 /// [`decode_video`], so its frames are the same; they reach its sink on a
 /// thread of its own, through a named pipe that ffmpeg writes to.
+///
+/// The videos are decoded one after another, not interleaved. ffmpeg (up to
+/// 6.x) works on the output whose last packet has the smallest timestamp,
+/// which left to itself keeps every decoder of the batch going at once,
+/// each evicting the others' frames from the caches. The packets of output
+/// `i` are shifted by `i` × 2^30 s with the `setts` bitstream filter, after
+/// `-r` has chosen its frames (YUV4MPEG stores no timestamps, so the output
+/// is the same), and it waits until the outputs before it are done; each
+/// one still starts early, as ffmpeg sets up every output before it sorts
+/// them by time.
 ///
 /// [`Batch::Decoded`] only if ffmpeg succeeded without printing an error and
 /// every video gave at least one frame that its sink took. Otherwise the
@@ -190,6 +211,7 @@ pub fn decode_videos(
         fifos.push(fifo);
     }
     let (readers, keepers): (Vec<File>, Vec<File>) = ends.into_iter().unzip();
+    let serial = SERIAL.load(Ordering::Relaxed);
     let mut cmd = Command::new(ffmpeg_binary());
     // -y: the outputs exist (they are the pipes).
     cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
@@ -198,6 +220,10 @@ pub fn decode_videos(
     }
     for (i, fifo) in fifos.iter().enumerate() {
         output_args(&mut cmd, i, frame_rate);
+        if serial && i > 0 {
+            cmd.arg("-bsf:v")
+                .arg(format!("setts=ts=TS+{i}*{SERIAL_SHIFT_S}/TB"));
+        }
         let mut url = OsString::from("file:");
         url.push(fifo);
         cmd.arg(url);
@@ -257,6 +283,11 @@ pub fn decode_videos(
         all
     });
     let message = stderr_text(stderr);
+    if serial && message.as_deref().is_some_and(|m| m.contains("setts")) {
+        // An ffmpeg older than 4.4 (no `setts`); this batch is decoded one
+        // video at a time by the caller, later ones interleaved.
+        SERIAL.store(false, Ordering::Relaxed);
+    }
     if too_large.load(Ordering::Relaxed) {
         Batch::TooLarge
     } else if all_read && message.is_none() {

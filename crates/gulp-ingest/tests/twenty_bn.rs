@@ -5,7 +5,7 @@ mod common;
 
 use std::fs;
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gulp_ingest::adapters::Dataset;
 use gulp_ingest::{FrameOptions, IngestOptions, Subsampling, ingest, video};
@@ -422,6 +422,55 @@ fn batched_decoding_matches_single() {
         video::decode_videos(&[bw.as_path(), late.as_path()], Some(8.0), None, &mut refs),
         video::Batch::Failed
     );
+}
+
+/// The videos of a batch are decoded one after another, not interleaved
+/// frame by frame: once ffmpeg has set up every output (the first frame of
+/// each), each video's frames arrive together. Frames of 640×480 (450 KiB)
+/// fill ffmpeg's pipes after two, so the order in which the sinks see them
+/// is close to the order in which ffmpeg decodes them.
+#[test]
+fn batched_videos_are_decoded_one_after_another() {
+    use std::sync::Mutex;
+    let tmp = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let path = tmp.path().join(format!("{i}.mp4"));
+            common::test_video(&path, "640x480", 25, 3.0);
+            path
+        })
+        .collect();
+    let order = Mutex::new(Vec::new());
+    let mut sinks: Vec<_> = (0..paths.len())
+        .map(|i| {
+            let order = &order;
+            move |_| {
+                order.lock().unwrap().push(i);
+                Ok(())
+            }
+        })
+        .collect();
+    let mut refs: Vec<&mut video::SendSink<'_>> = sinks
+        .iter_mut()
+        .map(|s| s as &mut video::SendSink<'_>)
+        .collect();
+    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    assert_eq!(
+        video::decode_videos(&paths, Some(8.0), NonZeroU32::new(1), &mut refs),
+        video::Batch::Decoded
+    );
+    drop(refs);
+    drop(sinks);
+    let order = order.into_inner().unwrap();
+    // What ffmpeg -r gives for 3 s of video at 8 fps.
+    for i in 0..3 {
+        assert_eq!(order.iter().filter(|&&v| v == i).count(), 26, "{order:?}");
+    }
+    // Interleaved, the sinks take turns about every frame (77 changes
+    // here); one after another, a few changes while ffmpeg sets up its
+    // outputs, and then one per video.
+    let changes = order.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(changes <= 10, "{changes} changes between videos: {order:?}");
 }
 
 /// Videos too large to batch (frames over 1280×720) and videos that are not
