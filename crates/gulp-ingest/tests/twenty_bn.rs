@@ -479,12 +479,13 @@ fn batched_videos_are_decoded_one_after_another() {
 fn large_and_small_videos_ingest_alike() {
     let tmp = tempfile::tempdir().unwrap();
     let videos = tmp.path().join("videos");
-    // With one worker: a batch of 4 small videos, then a batch that meets
-    // a big one (and turns batching off), then single decodes.
-    let ids = [
-        "small0", "small1", "small2", "small3", "big0", "small4", "big1", "small5",
-    ];
-    for id in ids {
+    // With one worker: a batch of small videos, then a batch that meets a
+    // big one (and turns batching off), then single decodes.
+    let ids: Vec<String> = (0..video::BATCH)
+        .map(|i| format!("small{i}"))
+        .chain(["big0", "small_a", "big1", "small_b"].map(String::from))
+        .collect();
+    for id in &ids {
         fs::create_dir_all(videos.join(id)).unwrap();
         let path = videos.join(id).join("v.mp4");
         if id.starts_with("big") {
@@ -512,7 +513,7 @@ fn large_and_small_videos_ingest_alike() {
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     assert_eq!(report.items, ids.len());
     let gulp = GulpDirectory::open(&out).unwrap();
-    for id in ids {
+    for id in &ids {
         let path = videos.join(id).join("v.mp4");
         let mut want = Vec::new();
         gulp_ingest::frames::encode_frames(
