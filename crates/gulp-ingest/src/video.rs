@@ -173,10 +173,12 @@ pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 /// [`decode_video`], so its frames are the same; they reach its sink on a
 /// thread of its own, through a named pipe that ffmpeg writes to.
 ///
-/// The videos are decoded one after another, not interleaved. ffmpeg (up to
-/// 6.x) works on the output whose last packet has the smallest timestamp,
-/// which left to itself keeps every decoder of the batch going at once,
-/// each evicting the others' frames from the caches. The packets of output
+/// The videos are decoded one after another, not interleaved. ffmpeg 5.1
+/// (Debian 12's; later versions schedule their outputs differently, and
+/// give the same frames either way) works on the output whose last muxed
+/// packet has the smallest timestamp, which left to itself keeps every
+/// decoder of the batch going at once, each evicting the others' frames
+/// from the caches. The packets of output
 /// `i` are shifted by `i` × 2^30 s with the `setts` bitstream filter, after
 /// `-r` has chosen its frames (YUV4MPEG stores no timestamps, so the output
 /// is the same), and it waits until the outputs before it are done; each

@@ -6,8 +6,10 @@ mod common;
 use std::fs;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use gulp_ingest::adapters::Dataset;
+use gulp_ingest::yuv::Yuv420;
 use gulp_ingest::{FrameOptions, IngestOptions, Subsampling, ingest, video};
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
 
@@ -334,6 +336,28 @@ fn video_frames_keep_their_colours() {
     }
 }
 
+/// [`video::decode_videos`] with one decoding thread per input, as ingest
+/// gives on 2 cores, handing frame `f` of video `i` to `sink(i, f)`.
+fn decode_batch(
+    paths: &[&Path],
+    rate: Option<f64>,
+    sink: &(dyn Fn(usize, Yuv420) + Sync),
+) -> video::Batch {
+    let mut sinks: Vec<_> = (0..paths.len())
+        .map(|i| {
+            move |frame| {
+                sink(i, frame);
+                Ok(())
+            }
+        })
+        .collect();
+    let mut refs: Vec<&mut video::SendSink<'_>> = sinks
+        .iter_mut()
+        .map(|s| s as &mut video::SendSink<'_>)
+        .collect();
+    video::decode_videos(paths, rate, NonZeroU32::new(1), &mut refs)
+}
+
 /// Several videos decoded by one ffmpeg give each the frames it gives alone;
 /// a batch with a bad video fails as a whole (and does not hang), so that
 /// the pipeline decodes its videos one by one.
@@ -371,26 +395,9 @@ fn batched_decoding_matches_single() {
         frames
     };
     let batch = |paths: &[&Path], rate: Option<f64>| {
-        let mut got: Vec<Vec<gulp_ingest::yuv::Yuv420>> =
-            paths.iter().map(|_| Vec::new()).collect();
-        let mut sinks: Vec<_> = got
-            .iter_mut()
-            .map(|frames| {
-                move |f| {
-                    frames.push(f);
-                    Ok(())
-                }
-            })
-            .collect();
-        let mut refs: Vec<&mut video::SendSink<'_>> = sinks
-            .iter_mut()
-            .map(|s| s as &mut video::SendSink<'_>)
-            .collect();
-        // One decoding thread per input, as ingest gives on 2 cores.
-        let outcome = video::decode_videos(paths, rate, NonZeroU32::new(1), &mut refs);
-        drop(refs);
-        drop(sinks);
-        (outcome, got)
+        let got = Mutex::new(vec![Vec::new(); paths.len()]);
+        let outcome = decode_batch(paths, rate, &|i, frame| got.lock().unwrap()[i].push(frame));
+        (outcome, got.into_inner().unwrap())
     };
     for rate in [Some(8.0), None] {
         let paths = [bw.as_path(), pattern.as_path(), late.as_path()];
@@ -431,7 +438,6 @@ fn batched_decoding_matches_single() {
 /// is close to the order in which ffmpeg decodes them.
 #[test]
 fn batched_videos_are_decoded_one_after_another() {
-    use std::sync::Mutex;
     let tmp = tempfile::tempdir().unwrap();
     let paths: Vec<PathBuf> = (0..3)
         .map(|i| {
@@ -441,26 +447,11 @@ fn batched_videos_are_decoded_one_after_another() {
         })
         .collect();
     let order = Mutex::new(Vec::new());
-    let mut sinks: Vec<_> = (0..paths.len())
-        .map(|i| {
-            let order = &order;
-            move |_| {
-                order.lock().unwrap().push(i);
-                Ok(())
-            }
-        })
-        .collect();
-    let mut refs: Vec<&mut video::SendSink<'_>> = sinks
-        .iter_mut()
-        .map(|s| s as &mut video::SendSink<'_>)
-        .collect();
     let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     assert_eq!(
-        video::decode_videos(&paths, Some(8.0), NonZeroU32::new(1), &mut refs),
+        decode_batch(&paths, Some(8.0), &|i, _| order.lock().unwrap().push(i)),
         video::Batch::Decoded
     );
-    drop(refs);
-    drop(sinks);
     let order = order.into_inner().unwrap();
     // What ffmpeg -r gives for 3 s of video at 8 fps.
     for i in 0..3 {
