@@ -178,12 +178,11 @@ pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 /// give the same frames either way) works on the output whose last muxed
 /// packet has the smallest timestamp, which left to itself keeps every
 /// decoder of the batch going at once, each evicting the others' frames
-/// from the caches. The packets of output
-/// `i` are shifted by `i` × 2^30 s with the `setts` bitstream filter, after
-/// `-r` has chosen its frames (YUV4MPEG stores no timestamps, so the output
-/// is the same), and it waits until the outputs before it are done; each
-/// one still starts early, as ffmpeg sets up every output before it sorts
-/// them by time.
+/// from the caches. The packets of output `i` are shifted by `i` × 2^30 s
+/// with the `setts` bitstream filter, after `-r` has chosen its frames
+/// (YUV4MPEG stores no timestamps, so the output is the same), and it waits
+/// until the outputs before it are done; each one still starts early, as
+/// ffmpeg sets up every output before it sorts them by time.
 ///
 /// [`Batch::Decoded`] only if ffmpeg succeeded without printing an error and
 /// every video gave at least one frame that its sink took. Otherwise the
