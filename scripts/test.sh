@@ -11,6 +11,7 @@ export GULP_PYTHON="$root/.venv/bin/python"
 cargo test --workspace --benches --release -q
 scripts/compat.sh
 cargo test --workspace --doc
-# The ingest tests once more with the libjpeg-turbo encoder (cargo feature).
-cargo nextest run -p gulp-ingest --features turbojpeg --no-fail-fast
+# The reading and ingest tests once more in the pure-Rust build (zune-jpeg
+# decoding and encoding, no libjpeg-turbo).
+cargo nextest run -p gulp-io -p gulp-ingest --no-default-features --no-fail-fast
 cargo nextest run --workspace --no-fail-fast

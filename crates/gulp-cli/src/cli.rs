@@ -4,6 +4,7 @@ use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gulp_io::Scale;
 
 /// gulp: storage for deep learning on videos, compatible with GulpIO.
 ///
@@ -395,9 +396,55 @@ pub struct BenchArgs {
     /// Only read the JPEG bytes; do not decode.
     #[arg(long)]
     pub raw: bool,
+    /// Decode at this scale (DCT-domain scaling): 1/2, 1/4, 1/8 or any
+    /// n/8; default 1 (full size).
+    #[arg(long, value_name = "N/D", value_parser = parse_scale, conflicts_with = "raw")]
+    pub scale: Option<Scale>,
+    /// Decode only a centred WxH region of each (scaled) frame, as a crop
+    /// for training does (region decoding); frames smaller than the crop
+    /// give the whole frame.
+    #[arg(long, value_name = "WxH", value_parser = parse_size, conflicts_with = "raw")]
+    pub crop: Option<(usize, usize)>,
+    /// Inverse DCT: fast (as gulpio2 decodes) or accurate.
+    #[arg(long, value_enum, default_value_t = DctArg::Fast)]
+    pub dct: DctArg,
+    /// The JPEG codec (default: libjpeg-turbo when the build has it).
+    #[arg(long, value_enum)]
+    pub codec: Option<CodecArg>,
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The inverse DCT `gulp bench` decodes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DctArg {
+    /// libjpeg's fast integer DCT (gulpio2's setting).
+    Fast,
+    /// The accurate integer DCT.
+    Accurate,
+}
+
+/// A JPEG codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CodecArg {
+    /// libjpeg-turbo (the default build's).
+    Turbo,
+    /// zune-jpeg (pure Rust).
+    Zune,
+}
+
+fn parse_scale(text: &str) -> Result<Scale, String> {
+    Scale::parse(text).ok_or_else(|| format!("{text:?} is not n/8 for n from 1 to 8 (e.g. 1/2)"))
+}
+
+fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("{text:?} is not WxH (e.g. 112x112)");
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    match (w.trim().parse(), h.trim().parse()) {
+        (Ok(w), Ok(h)) if w > 0 && h > 0 => Ok((w, h)),
+        _ => Err(bad()),
+    }
 }
 
 #[cfg(test)]

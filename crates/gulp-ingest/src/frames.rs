@@ -361,8 +361,9 @@ pub(crate) fn jpeg_size(width: u32, height: u32) -> Result<(u16, u16), String> {
 
 /// Encodes as gulpio2 does: baseline JPEG, 4:4:4 (no chroma subsampling),
 /// gray images as one-component JPEGs, accurate DCT. With the `turbojpeg`
-/// feature the encoder is libjpeg-turbo (what gulpio2's simplejpeg wraps);
-/// otherwise the pure-Rust jpeg-encoder.
+/// feature (the default) the encoder is libjpeg-turbo with simplejpeg's
+/// settings, so the bytes are gulpio2's; otherwise the pure-Rust
+/// jpeg-encoder.
 pub fn encode_jpeg(px: &Pixels, quality: u8) -> Result<Vec<u8>, String> {
     encode_jpeg_with(px, quality, true)
 }
@@ -424,43 +425,24 @@ fn encode_with(
     quality: u8,
     full_chroma: bool,
 ) -> Result<Vec<u8>, String> {
-    use std::cell::RefCell;
-    use turbojpeg::{Compressor, Image, PixelFormat, Subsamp};
-    thread_local! {
-        static COMPRESSOR: RefCell<Option<Compressor>> = const { RefCell::new(None) };
-    }
-    let (format, subsamp) = if px.channels == 1 {
-        (PixelFormat::GRAY, Subsamp::Gray)
+    gulp_io::encode_jpeg(
+        &px.data,
+        (usize::from(w), usize::from(h)),
+        usize::from(px.channels),
+        quality,
+        subsampling(full_chroma),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// gulp-io's name for 4:4:4 (`full_chroma`) or 4:2:0.
+#[cfg(feature = "turbojpeg")]
+pub(crate) fn subsampling(full_chroma: bool) -> gulp_io::Subsampling {
+    if full_chroma {
+        gulp_io::Subsampling::S444
     } else {
-        (
-            PixelFormat::RGB,
-            if full_chroma {
-                Subsamp::None
-            } else {
-                Subsamp::Sub2x2
-            },
-        )
-    };
-    let width = usize::from(w);
-    let image = Image {
-        pixels: &px.data[..],
-        width,
-        pitch: width * usize::from(px.channels),
-        height: usize::from(h),
-        format,
-    };
-    COMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let compressor = match slot.as_mut() {
-            Some(c) => c,
-            None => slot.insert(Compressor::new().map_err(|e| format!("libjpeg-turbo: {e}"))?),
-        };
-        compressor.set_quality(i32::from(quality));
-        compressor.set_subsamp(subsamp);
-        compressor
-            .compress_to_vec(image)
-            .map_err(|e| format!("JPEG encoding (libjpeg-turbo): {e}"))
-    })
+        gulp_io::Subsampling::S420
+    }
 }
 
 /// Whether a path has an image extension the image adapters pick up.

@@ -222,21 +222,23 @@ fn encode_with(
     full_chroma: bool,
 ) -> Result<Vec<u8>, String> {
     let (y, u, v) = frame.planes();
-    if full_chroma {
+    let size = (usize::from(w), usize::from(h));
+    let subsampling = crate::frames::subsampling(full_chroma);
+    let jpeg = if full_chroma {
         let (upsampled_u, upsampled_v) = (upsample(u, w, h), upsample(v, w, h));
-        let stride = usize::from(w);
-        turbo::compress_planes(
+        gulp_io::encode_yuv_planes(
             [y, &upsampled_u, &upsampled_v],
-            [stride; 3],
-            (w, h),
-            false,
+            [size.0; 3],
+            size,
             quality,
+            subsampling,
         )
     } else {
         let (cw, _) = Yuv420::chroma_size(u32::from(w), u32::from(h));
         let cw = cw as usize;
-        turbo::compress_planes([y, u, v], [usize::from(w), cw, cw], (w, h), true, quality)
-    }
+        gulp_io::encode_yuv_planes([y, u, v], [size.0, cw, cw], size, quality, subsampling)
+    };
+    jpeg.map_err(|e| e.to_string())
 }
 
 /// A chroma plane at full resolution, each sample repeated over its block.
@@ -254,149 +256,6 @@ fn upsample(plane: &[u8], w: u16, h: u16) -> Vec<u8> {
         out.truncate((row + 1) * w);
     }
     out
-}
-
-/// libjpeg-turbo's `tjCompressFromYUVPlanes`, which the safe `turbojpeg`
-/// crate does not wrap in the version that links the system's
-/// libturbojpeg 2.x.
-#[cfg(feature = "turbojpeg")]
-#[allow(unsafe_code)]
-mod turbo {
-    use std::cell::RefCell;
-    use std::ffi::{CStr, c_int, c_uchar, c_ulong};
-
-    use turbojpeg::raw;
-
-    /// A TurboJPEG compressor handle, destroyed on drop.
-    struct Handle(raw::tjhandle);
-
-    impl Drop for Handle {
-        fn drop(&mut self) {
-            // SAFETY: the handle came from tjInitCompress, is not null, and
-            // is destroyed once.
-            unsafe {
-                raw::tjDestroy(self.0);
-            }
-        }
-    }
-
-    thread_local! {
-        static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
-        /// The output buffer, kept between frames: it must hold tjBufSize
-        /// bytes (far more than a JPEG takes), so each frame gets an exact
-        /// copy instead of the buffer itself.
-        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
-
-    fn error_text(handle: raw::tjhandle) -> String {
-        // SAFETY: tjGetErrorStr2 returns a pointer to a NUL-terminated string
-        // owned by the handle (or a static one), valid until the next call.
-        unsafe {
-            let text = raw::tjGetErrorStr2(handle);
-            if text.is_null() {
-                "unknown error".into()
-            } else {
-                CStr::from_ptr(text).to_string_lossy().into_owned()
-            }
-        }
-    }
-
-    /// Compresses three planes (Y, Cb, Cr; rows `strides` bytes apart) of a
-    /// `size` frame, 4:2:0 when `subsampled`, else 4:4:4.
-    pub(super) fn compress_planes(
-        planes: [&[u8]; 3],
-        strides: [usize; 3],
-        size: (u16, u16),
-        subsampled: bool,
-        quality: u8,
-    ) -> Result<Vec<u8>, String> {
-        let (w, h) = (usize::from(size.0), usize::from(size.1));
-        let (pw, ph) = if subsampled {
-            (w.div_ceil(2), h.div_ceil(2))
-        } else {
-            (w, h)
-        };
-        // The library reads `height` rows of each plane at its stride:
-        // check that every plane holds them.
-        for (i, (plane, &stride)) in planes.iter().zip(&strides).enumerate() {
-            let (cols, rows) = if i == 0 { (w, h) } else { (pw, ph) };
-            if stride < cols || plane.len() < stride * (rows - 1) + cols {
-                return Err(format!("YUV plane {i} is too small for a {w}x{h} frame"));
-            }
-        }
-        let samp = if subsampled {
-            raw::TJSAMP_TJSAMP_420
-        } else {
-            raw::TJSAMP_TJSAMP_444
-        };
-        let samp = c_int::try_from(samp).map_err(|_| "subsampling code")?;
-        let (cw, ch) = (c_int::from(size.0), c_int::from(size.1));
-        let c_strides = strides.map(|s| c_int::try_from(s).unwrap_or(c_int::MAX));
-        let flags = c_int::try_from(raw::TJFLAG_NOREALLOC).map_err(|_| "flag value")?;
-        HANDLE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let handle = match slot.as_mut() {
-                Some(h) => h.0,
-                None => {
-                    // SAFETY: plain constructor; a null result is checked.
-                    let raw_handle = unsafe { raw::tjInitCompress() };
-                    if raw_handle.is_null() {
-                        return Err(format!("libjpeg-turbo: {}", error_text(raw_handle)));
-                    }
-                    slot.insert(Handle(raw_handle)).0
-                }
-            };
-            // SAFETY: a pure function of its arguments.
-            let capacity = unsafe { raw::tjBufSize(cw, ch, samp) };
-            let capacity = usize::try_from(capacity)
-                .ok()
-                .filter(|&c| c > 0 && c < usize::MAX / 2)
-                .ok_or("libjpeg-turbo: no buffer size for this frame")?;
-            SCRATCH.with(|scratch| {
-                let mut out = scratch.borrow_mut();
-                // Room for `capacity` bytes, left uninitialised: the library
-                // writes the JPEG from the start, and only that is read.
-                out.clear();
-                out.reserve(capacity);
-                let mut out_ptr: *mut c_uchar = out.as_mut_ptr();
-                let mut out_len = c_ulong::try_from(capacity).map_err(|_| "buffer size")?;
-                let mut plane_ptrs: [*const c_uchar; 3] = planes.map(<[u8]>::as_ptr);
-                // SAFETY: the planes hold every row the library reads at the
-                // given strides (checked above) and outlive the call; `out` has
-                // at least tjBufSize bytes, the most a JPEG of this size and subsampling
-                // can take, and NOREALLOC keeps the library from freeing or
-                // replacing it; `handle` is a live compressor of this thread.
-                let rc = unsafe {
-                    raw::tjCompressFromYUVPlanes(
-                        handle,
-                        plane_ptrs.as_mut_ptr(),
-                        cw,
-                        c_strides.as_ptr(),
-                        ch,
-                        samp,
-                        &mut out_ptr,
-                        &mut out_len,
-                        c_int::from(quality),
-                        flags,
-                    )
-                };
-                if rc != 0 {
-                    return Err(format!(
-                        "JPEG encoding (libjpeg-turbo): {}",
-                        error_text(handle)
-                    ));
-                }
-                let len = usize::try_from(out_len)
-                    .ok()
-                    .filter(|&n| n <= capacity)
-                    .ok_or("libjpeg-turbo reported a size past its buffer")?;
-                // SAFETY: the library wrote `len` bytes (at most the
-                // `capacity` reserved) from the start of the buffer.
-                unsafe { out.set_len(len) };
-                Ok(out.clone())
-            })
-        })
-    }
 }
 
 #[cfg(test)]

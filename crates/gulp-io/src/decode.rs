@@ -1,22 +1,52 @@
-//! JPEG decoding with zune-jpeg, one frame or a batch on several threads.
+//! JPEG decoding for training: one frame or a batch, into a new image or a
+//! caller's buffer, with DCT-domain scaling and region decoding.
+//!
+//! The codec is libjpeg-turbo (cargo feature `turbojpeg`, on by default),
+//! with zune-jpeg as the pure-Rust alternative ([`Codec`]).
+
+use std::cell::RefCell;
 
 use zune_core::bytestream::ZCursor;
 use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
-use zune_jpeg::JpegDecoder;
+use zune_jpeg::JpegDecoder as ZuneJpeg;
 
 use crate::error::{ErrorKind, Result};
 
-/// The largest image [`decode_jpeg`] decodes, in pixels (8192 × 8192; 192
-/// MiB as RGB).
+/// The largest image the decoders accept, in pixels (8192 × 8192; 192 MiB
+/// as RGB).
 ///
-/// A JPEG header declares the image size in two 16-bit numbers, and the
-/// decoder allocates the output for that size before it reads the scan data:
-/// without a limit, a frame of a few hundred bytes claiming 16000 × 16000
-/// pixels makes the decoder allocate 768 MB (and spend seconds filling it).
-/// Larger frames are refused with a [`Decode`](crate::ErrorKind::Decode)
-/// error; video frames for training are far smaller.
+/// A JPEG header declares the image size in two 16-bit numbers, and a
+/// decoder allocates for that size before it reads the scan data: without a
+/// limit, a frame of a few hundred bytes claiming 16000 × 16000 pixels makes
+/// the decoder allocate 768 MB (and spend seconds filling it). Larger frames
+/// are refused with a [`Decode`](crate::ErrorKind::Decode) error; video
+/// frames for training are far smaller.
 pub const MAX_DECODE_PIXELS: usize = 1 << 26;
+
+/// The shape of a decoded frame: `height` rows of `width` pixels of
+/// `channels` bytes, row-major, channels interleaved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Height in pixels.
+    pub height: usize,
+    /// Width in pixels.
+    pub width: usize,
+    /// 1 (gray) or 3 (RGB).
+    pub channels: usize,
+}
+
+impl Shape {
+    /// `height * width * channels`: the bytes a buffer must hold.
+    pub fn len(&self) -> usize {
+        self.height * self.width * self.channels
+    }
+
+    /// Whether the shape holds no pixel.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// Decoded pixels, row-major, interleaved channels (`H×W` or `H×W×3`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +85,302 @@ pub enum ColorMode {
     Gray,
 }
 
+/// The inverse DCT's algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dct {
+    /// libjpeg's fast integer DCT, as gulpio2 decodes (simplejpeg's
+    /// `fastdct=True`).
+    #[default]
+    Fast,
+    /// The accurate integer DCT: about 10 % slower, a little closer to
+    /// the encoded image.
+    Accurate,
+}
+
+/// How chroma subsampled at encoding (4:2:0, ...) is brought back to full
+/// resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Upsampling {
+    /// Sample replication, as gulpio2 decodes (simplejpeg's
+    /// `fastupsample=True`).
+    #[default]
+    Fast,
+    /// libjpeg's "fancy" (triangle filter) upsampling.
+    Smooth,
+}
+
+/// The size to decode to, by DCT-domain scaling: libjpeg-turbo decodes
+/// straight to `n/8` of the stored size (`n` from 1 to 8), which skips most
+/// of the work of the pixels it does not produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scale {
+    /// The stored size.
+    #[default]
+    Full,
+    /// `n/8` of the stored size, `n` from 1 to 8 (sides rounded up).
+    Eighths(u8),
+    /// The smallest `n/8` whose short edge is at least this many pixels
+    /// (the stored size if it is smaller).
+    ShortEdge(usize),
+    /// The smallest `n/8` whose width and height are at least these (the
+    /// stored size if it is smaller).
+    AtLeast {
+        /// Least width.
+        width: usize,
+        /// Least height.
+        height: usize,
+    },
+}
+
+impl Scale {
+    /// Parses `1/2`, `3/8`, `1` (also `1/1`, `2/4`): a fraction equal to
+    /// some `n/8` with `n` from 1 to 8.
+    pub fn parse(text: &str) -> Option<Scale> {
+        let (num, den) = match text.split_once('/') {
+            Some((n, d)) => (n.trim().parse::<u32>().ok()?, d.trim().parse::<u32>().ok()?),
+            None => (text.trim().parse::<u32>().ok()?, 1),
+        };
+        if den == 0 || num == 0 || (num * 8) % den != 0 {
+            return None;
+        }
+        let eighths = u8::try_from(num * 8 / den).ok().filter(|n| *n <= 8)?;
+        Some(Scale::Eighths(eighths))
+    }
+
+    /// The `n` of `n/8` that gives at least the requested size of a
+    /// `width`×`height` image.
+    pub fn eighths(&self, width: usize, height: usize) -> u8 {
+        let fits = |n: u8, w: usize, h: usize| {
+            let (sw, sh) = scaled(width, height, n);
+            sw >= w && sh >= h
+        };
+        match *self {
+            Scale::Full => 8,
+            Scale::Eighths(n) => n.clamp(1, 8),
+            Scale::ShortEdge(edge) => (1..=8)
+                .find(|&n| {
+                    let (sw, sh) = scaled(width, height, n);
+                    sw.min(sh) >= edge
+                })
+                .unwrap_or(8),
+            Scale::AtLeast {
+                width: w,
+                height: h,
+            } => (1..=8).find(|&n| fits(n, w, h)).unwrap_or(8),
+        }
+    }
+}
+
+/// A `width`×`height` image scaled by `n/8`, sides rounded up as
+/// libjpeg-turbo does (`TJSCALED`).
+pub fn scaled(width: usize, height: usize, eighths: u8) -> (usize, usize) {
+    let n = usize::from(eighths);
+    ((width * n).div_ceil(8), (height * n).div_ceil(8))
+}
+
+/// A rectangle of the (scaled) image: only its rows are decoded, only the
+/// iMCU columns it touches are decoded, and the output is exactly it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crop {
+    /// Left column.
+    pub x: usize,
+    /// Top row.
+    pub y: usize,
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+}
+
+/// The JPEG codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// libjpeg-turbo 3 (cargo feature `turbojpeg`, on by default): fast,
+    /// DCT-domain scaling and region decoding.
+    LibjpegTurbo,
+    /// zune-jpeg, pure Rust: no scaling (a crop is cut from the full
+    /// image); about 0.6 of libjpeg-turbo's speed.
+    Zune,
+}
+
+impl Default for Codec {
+    fn default() -> Codec {
+        if cfg!(feature = "turbojpeg") {
+            Codec::LibjpegTurbo
+        } else {
+            Codec::Zune
+        }
+    }
+}
+
+/// How to decode a frame. The default decodes as gulpio2 does (fast DCT,
+/// fast upsampling, RGB or gray as stored) and is strict, as gulpio2's
+/// decoder is: a warning about corrupt data is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// The codec.
+    pub codec: Codec,
+    /// The colour type of the output.
+    pub color: ColorMode,
+    /// The inverse DCT.
+    pub dct: Dct,
+    /// Chroma upsampling.
+    pub upsampling: Upsampling,
+    /// DCT-domain scaling.
+    pub scale: Scale,
+    /// Region of the scaled image to output.
+    pub crop: Option<Crop>,
+    /// Whether a decoder warning ("corrupt JPEG data: premature end of data
+    /// segment", ...) is an error. When `false`, the decoder's best image
+    /// of a damaged frame is returned.
+    pub strict: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> DecodeOptions {
+        DecodeOptions {
+            codec: Codec::default(),
+            color: ColorMode::Auto,
+            dct: Dct::Fast,
+            upsampling: Upsampling::Fast,
+            scale: Scale::Full,
+            crop: None,
+            strict: true,
+        }
+    }
+}
+
+/// What a JPEG's header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JpegHeader {
+    /// Stored width.
+    pub width: usize,
+    /// Stored height.
+    pub height: usize,
+    /// Whether the JPEG has one (gray) component.
+    pub gray: bool,
+}
+
+impl JpegHeader {
+    /// The output shape of decoding this JPEG with `options` (the crop's
+    /// size if there is one, else the scaled size).
+    pub fn output_shape(&self, options: &DecodeOptions) -> Shape {
+        let channels = channels(options.color, self.gray);
+        let (width, height) = match options.crop {
+            Some(c) => (c.width, c.height),
+            None => self.scaled_size(options),
+        };
+        Shape {
+            height,
+            width,
+            channels,
+        }
+    }
+
+    /// The size after scaling with `options`, before cropping: the image a
+    /// crop is taken from. Always the stored size with zune-jpeg.
+    pub fn scaled_size(&self, options: &DecodeOptions) -> (usize, usize) {
+        match options.codec {
+            Codec::LibjpegTurbo => scaled(
+                self.width,
+                self.height,
+                options.scale.eighths(self.width, self.height),
+            ),
+            Codec::Zune => (self.width, self.height),
+        }
+    }
+}
+
+fn channels(color: ColorMode, gray: bool) -> usize {
+    match color {
+        ColorMode::Gray => 1,
+        ColorMode::Auto if gray => 1,
+        _ => 3,
+    }
+}
+
+fn fail(reason: impl Into<String>) -> crate::Error {
+    ErrorKind::Decode {
+        at: String::new(),
+        reason: reason.into(),
+    }
+    .into()
+}
+
+fn check_size(width: usize, height: usize) -> Result<()> {
+    if width == 0 || height == 0 {
+        return Err(fail(format!("image of {width}x{height} pixels")));
+    }
+    if width.saturating_mul(height) > MAX_DECODE_PIXELS {
+        return Err(fail(format!(
+            "image of {width}x{height} pixels exceeds the limit of {MAX_DECODE_PIXELS} pixels"
+        )));
+    }
+    Ok(())
+}
+
+fn check_crop(crop: &Crop, (width, height): (usize, usize)) -> Result<()> {
+    let fits = |start: usize, len: usize, limit: usize| {
+        len > 0 && start.checked_add(len).is_some_and(|end| end <= limit)
+    };
+    if fits(crop.x, crop.width, width) && fits(crop.y, crop.height, height) {
+        Ok(())
+    } else {
+        Err(fail(format!(
+            "crop {}x{} at ({}, {}) is not inside the {width}x{height} image",
+            crop.width, crop.height, crop.x, crop.y
+        )))
+    }
+}
+
+/// Reads a JPEG's header with the codec of `options`.
+pub fn read_header(jpeg: &[u8], codec: Codec) -> Result<JpegHeader> {
+    match codec {
+        Codec::LibjpegTurbo => turbo::header(jpeg),
+        Codec::Zune => zune::header(jpeg),
+    }
+}
+
+/// Decodes one JPEG into `out`, which must hold at least
+/// [`JpegHeader::output_shape`] bytes; returns the shape written (at the
+/// start of `out`). Nothing is allocated per frame by libjpeg-turbo's path
+/// except for a crop whose left edge is not on an iMCU boundary (a buffer
+/// kept per thread).
+pub fn decode_jpeg_into(jpeg: &[u8], options: &DecodeOptions, out: &mut [u8]) -> Result<Shape> {
+    match options.codec {
+        Codec::LibjpegTurbo => turbo::decode_into(jpeg, options, out),
+        Codec::Zune => zune::decode_into(jpeg, options, out),
+    }
+}
+
+/// Decodes one JPEG with `options` into a new [`Image`].
+pub fn decode_jpeg_with(jpeg: &[u8], options: &DecodeOptions) -> Result<Image> {
+    let header = read_header(jpeg, options.codec)?;
+    // Refused before the allocation, whatever the frame header claims.
+    check_size(header.width, header.height)?;
+    let shape = header.output_shape(options);
+    let mut pixels = vec![0; shape.len()];
+    let shape = decode_jpeg_into(jpeg, options, &mut pixels)?;
+    pixels.truncate(shape.len());
+    Ok(Image {
+        height: shape.height,
+        width: shape.width,
+        channels: shape.channels,
+        pixels,
+    })
+}
+
+/// Decodes one JPEG as gulpio2 does, to the colour type `mode`.
+pub fn decode_jpeg(jpeg: &[u8], mode: ColorMode) -> Result<Image> {
+    decode_jpeg_with(
+        jpeg,
+        &DecodeOptions {
+            color: mode,
+            ..DecodeOptions::default()
+        },
+    )
+}
+
 /// A JPEG decoder; implement it to replace the built-in one, as gulpio2's
 /// `jpeg_decoder` argument does.
 pub trait FrameDecoder: Send + Sync {
@@ -62,7 +388,20 @@ pub trait FrameDecoder: Send + Sync {
     fn decode(&self, jpeg: &[u8]) -> Result<Image>;
 }
 
-/// The built-in decoder (zune-jpeg) with a colour mode.
+/// The built-in decoder with its options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JpegDecoder {
+    /// How to decode.
+    pub options: DecodeOptions,
+}
+
+impl FrameDecoder for JpegDecoder {
+    fn decode(&self, jpeg: &[u8]) -> Result<Image> {
+        decode_jpeg_with(jpeg, &self.options)
+    }
+}
+
+/// zune-jpeg with a colour mode (strict, full size).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ZuneDecoder {
     /// The colour type to produce.
@@ -71,53 +410,15 @@ pub struct ZuneDecoder {
 
 impl FrameDecoder for ZuneDecoder {
     fn decode(&self, jpeg: &[u8]) -> Result<Image> {
-        decode_jpeg(jpeg, self.mode)
+        decode_jpeg_with(
+            jpeg,
+            &DecodeOptions {
+                codec: Codec::Zune,
+                color: self.mode,
+                ..DecodeOptions::default()
+            },
+        )
     }
-}
-
-/// Decodes one JPEG.
-pub fn decode_jpeg(jpeg: &[u8], mode: ColorMode) -> Result<Image> {
-    let fail = |reason: String| ErrorKind::Decode {
-        at: String::new(),
-        reason,
-    };
-    let mut probe = JpegDecoder::new(ZCursor::new(jpeg));
-    probe.decode_headers().map_err(|e| fail(format!("{e:?}")))?;
-    if let Some((w, h)) = probe.dimensions() {
-        let pixels = w.saturating_mul(h);
-        if pixels > MAX_DECODE_PIXELS {
-            return Err(fail(format!(
-                "image of {w}x{h} pixels exceeds the limit of {MAX_DECODE_PIXELS} pixels"
-            ))
-            .into());
-        }
-    }
-    let gray_input = matches!(probe.input_colorspace(), Some(ColorSpace::Luma));
-    let (out, channels) = match mode {
-        ColorMode::Gray => (ColorSpace::Luma, 1),
-        ColorMode::Auto if gray_input => (ColorSpace::Luma, 1),
-        _ => (ColorSpace::RGB, 3),
-    };
-    let options = DecoderOptions::default().jpeg_set_out_colorspace(out);
-    let mut decoder = JpegDecoder::new_with_options(ZCursor::new(jpeg), options);
-    let pixels = decoder.decode().map_err(|e| fail(format!("{e:?}")))?;
-    let info = decoder
-        .info()
-        .ok_or_else(|| fail("no image header".into()))?;
-    let (height, width) = (usize::from(info.height), usize::from(info.width));
-    if pixels.len() != height * width * channels {
-        return Err(fail(format!(
-            "decoder returned {} bytes for {width}x{height}x{channels}",
-            pixels.len()
-        ))
-        .into());
-    }
-    Ok(Image {
-        height,
-        width,
-        channels,
-        pixels,
-    })
 }
 
 /// Decodes frames on up to `threads` threads; results come back in input order.
@@ -152,6 +453,272 @@ pub fn decode_batch<F: AsRef<[u8]> + Sync>(
     })
 }
 
+/// Copies the `crop` of a `width`-pixel-wide image in `src` to the start of
+/// `out`.
+fn copy_crop(src: &[u8], width: usize, channels: usize, crop: &Crop, out: &mut [u8]) {
+    let row = crop.width * channels;
+    for (r, dst) in out.chunks_exact_mut(row).take(crop.height).enumerate() {
+        let start = ((crop.y + r) * width + crop.x) * channels;
+        dst.copy_from_slice(&src[start..start + row]);
+    }
+}
+
+fn check_out(out: &[u8], shape: &Shape) -> Result<()> {
+    if out.len() < shape.len() {
+        return Err(fail(format!(
+            "output buffer of {} bytes is smaller than {}x{}x{}",
+            out.len(),
+            shape.height,
+            shape.width,
+            shape.channels
+        )));
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// A buffer for the zune path and for crops off the iMCU grid, kept
+    /// between frames.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_scratch<T>(len: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    SCRATCH.with(|cell| {
+        let mut scratch = cell.borrow_mut();
+        if scratch.len() < len {
+            scratch.resize(len, 0);
+        }
+        f(&mut scratch[..len])
+    })
+}
+
+mod zune {
+    use super::*;
+
+    fn options(color: ColorSpace, strict: bool) -> DecoderOptions {
+        DecoderOptions::default()
+            .jpeg_set_out_colorspace(color)
+            .set_strict_mode(strict)
+    }
+
+    pub(super) fn header(jpeg: &[u8]) -> Result<JpegHeader> {
+        let mut probe = ZuneJpeg::new(ZCursor::new(jpeg));
+        probe.decode_headers().map_err(|e| fail(format!("{e:?}")))?;
+        let (width, height) = probe.dimensions().ok_or_else(|| fail("no image header"))?;
+        Ok(JpegHeader {
+            width,
+            height,
+            gray: matches!(probe.input_colorspace(), Some(ColorSpace::Luma)),
+        })
+    }
+
+    pub(super) fn decode_into(
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        out: &mut [u8],
+    ) -> Result<Shape> {
+        if !matches!(options.scale, Scale::Full | Scale::Eighths(8)) {
+            return Err(fail(
+                "DCT-domain scaling needs libjpeg-turbo; zune-jpeg decodes at full size",
+            ));
+        }
+        let head = header(jpeg)?;
+        check_size(head.width, head.height)?;
+        let shape = head.output_shape(options);
+        check_out(out, &shape)?;
+        let color = if shape.channels == 1 {
+            ColorSpace::Luma
+        } else {
+            ColorSpace::RGB
+        };
+        let full = Shape {
+            height: head.height,
+            width: head.width,
+            channels: shape.channels,
+        };
+        let decode = |dst: &mut [u8]| -> Result<()> {
+            let mut decoder =
+                ZuneJpeg::new_with_options(ZCursor::new(jpeg), options_for(color, options));
+            decoder
+                .decode_into(dst)
+                .map_err(|e| fail(format!("{e:?}")))?;
+            let info = decoder.info().ok_or_else(|| fail("no image header"))?;
+            if (usize::from(info.width), usize::from(info.height)) != (full.width, full.height) {
+                return Err(fail("the image size changed while decoding"));
+            }
+            Ok(())
+        };
+        match options.crop {
+            None => decode(&mut out[..full.len()])?,
+            Some(crop) => {
+                check_crop(&crop, (full.width, full.height))?;
+                with_scratch(full.len(), |scratch| -> Result<()> {
+                    decode(scratch)?;
+                    copy_crop(scratch, full.width, full.channels, &crop, out);
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(shape)
+    }
+
+    fn options_for(color: ColorSpace, o: &DecodeOptions) -> DecoderOptions {
+        options(color, o.strict)
+            .set_max_width(usize::from(u16::MAX))
+            .set_max_height(usize::from(u16::MAX))
+    }
+}
+
+#[cfg(feature = "turbojpeg")]
+mod turbo {
+    use super::*;
+    use crate::turbo::{self as tj, Handle, Params, PixelFormat};
+
+    thread_local! {
+        static DECOMPRESSOR: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    }
+
+    fn with_handle<T>(f: impl FnOnce(&mut Handle) -> Result<T>) -> Result<T> {
+        DECOMPRESSOR.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let handle = match slot.as_mut() {
+                Some(h) => h,
+                None => slot.insert(Handle::decompressor().map_err(|e| fail(e.message))?),
+            };
+            let result = f(handle);
+            if result.is_err() {
+                // libjpeg-turbo leaves a handle mid-stream after an error
+                // (the next header read then fails with "two SOI markers"):
+                // the next frame gets a fresh one.
+                *slot = None;
+            }
+            result
+        })
+    }
+
+    fn is_cmyk(raw: &tj::RawHeader) -> bool {
+        raw.colorspace == tj::CS_CMYK || raw.colorspace == tj::CS_YCCK
+    }
+
+    fn read(handle: &mut Handle, jpeg: &[u8], strict: bool) -> Result<tj::RawHeader> {
+        let raw = handle.header(jpeg, strict).map_err(|e| fail(e.message))?;
+        check_size(raw.width, raw.height)?;
+        Ok(raw)
+    }
+
+    pub(super) fn header(jpeg: &[u8]) -> Result<JpegHeader> {
+        with_handle(|handle| {
+            let raw = read(handle, jpeg, false)?;
+            Ok(JpegHeader {
+                width: raw.width,
+                height: raw.height,
+                gray: raw.colorspace == tj::CS_GRAY,
+            })
+        })
+    }
+
+    pub(super) fn decode_into(
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        out: &mut [u8],
+    ) -> Result<Shape> {
+        with_handle(|handle| {
+            let raw = read(handle, jpeg, options.strict)?;
+            if is_cmyk(&raw) && matches!(options.scale, Scale::Full | Scale::Eighths(8)) {
+                // libjpeg-turbo decodes CMYK only to CMYK; zune-jpeg converts.
+                return zune::decode_into(jpeg, options, out);
+            }
+            let head = JpegHeader {
+                width: raw.width,
+                height: raw.height,
+                gray: raw.colorspace == tj::CS_GRAY,
+            };
+            let shape = head.output_shape(options);
+            check_out(out, &shape)?;
+            let eighths = if raw.lossless {
+                8
+            } else {
+                options.scale.eighths(raw.width, raw.height)
+            };
+            let (sw, sh) = scaled(raw.width, raw.height, eighths);
+            let format = if shape.channels == 1 {
+                PixelFormat::Gray
+            } else {
+                PixelFormat::Rgb
+            };
+            let mut params = Params {
+                fast_dct: options.dct == Dct::Fast,
+                fast_upsample: options.upsampling == Upsampling::Fast,
+                stop_on_warning: options.strict,
+                scale_eighths: eighths,
+                region: None,
+            };
+            let run = |handle: &mut Handle, params: &Params, size, dst: &mut [u8]| {
+                match handle.decompress(jpeg, params, format, size, dst) {
+                    Ok(()) => Ok(()),
+                    // Not strict: the image is decoded, with a problem noted.
+                    Err(e) if e.warning && !params.stop_on_warning => Ok(()),
+                    Err(e) => Err(fail(e.message)),
+                }
+            };
+            let Some(crop) = options.crop else {
+                run(handle, &params, (sw, sh), out)?;
+                return Ok(shape);
+            };
+            check_crop(&crop, (sw, sh))?;
+            // The region starts on the iMCU column at or left of the crop;
+            // libjpeg-turbo decodes only its rows and columns.
+            let mcu = tj::mcu_width(raw.subsamp)
+                .filter(|_| !raw.lossless)
+                .map(|w| (w * usize::from(eighths)).div_ceil(8));
+            let x0 = mcu.map_or(0, |m| crop.x - crop.x % m);
+            let region_width = crop.x + crop.width - x0;
+            let whole = (x0, crop.y, region_width, crop.height) == (0, 0, sw, sh);
+            params.region = if mcu.is_none() || whole {
+                None
+            } else {
+                Some((x0, crop.y, region_width, crop.height))
+            };
+            let (rw, rh, ry) = match params.region {
+                Some(_) => (region_width, crop.height, 0),
+                None => (sw, sh, crop.y),
+            };
+            if whole {
+                run(handle, &params, (sw, sh), out)?;
+            } else if params.region.is_some() && x0 == crop.x {
+                run(handle, &params, (rw, rh), out)?;
+            } else {
+                let cut = Crop {
+                    x: crop.x - if params.region.is_some() { x0 } else { 0 },
+                    y: ry,
+                    ..crop
+                };
+                with_scratch(rw * rh * shape.channels, |scratch| -> Result<()> {
+                    run(handle, &params, (rw, rh), scratch)?;
+                    copy_crop(scratch, rw, shape.channels, &cut, out);
+                    Ok(())
+                })?;
+            }
+            Ok(shape)
+        })
+    }
+}
+
+#[cfg(not(feature = "turbojpeg"))]
+mod turbo {
+    use super::*;
+
+    const MISSING: &str = "this build of gulp has no libjpeg-turbo (cargo feature `turbojpeg`)";
+
+    pub(super) fn header(_: &[u8]) -> Result<JpegHeader> {
+        Err(fail(MISSING))
+    }
+
+    pub(super) fn decode_into(_: &[u8], _: &DecodeOptions, _: &mut [u8]) -> Result<Shape> {
+        Err(fail(MISSING))
+    }
+}
+
 impl crate::reader::ChunkReader {
     /// Decodes frame `index` of `id` with `decoder`. Unlike [`decode_jpeg`],
     /// a decoding error says where the frame is: the id, the frame, the data
@@ -163,7 +730,27 @@ impl crate::reader::ChunkReader {
         decoder: &dyn FrameDecoder,
     ) -> Result<Image> {
         let jpeg = self.frame(id, index)?;
-        decoder.decode(&jpeg).map_err(|e| match e.kind() {
+        decoder
+            .decode(&jpeg)
+            .map_err(|e| self.locate_decode_error(e, id, index))
+    }
+
+    /// Decodes frame `index` of `id` into `out` with `options` (see
+    /// [`decode_jpeg_into`]); an error says where the frame is.
+    pub fn decode_frame_into(
+        &self,
+        id: &str,
+        index: usize,
+        options: &DecodeOptions,
+        out: &mut [u8],
+    ) -> Result<Shape> {
+        let jpeg = self.frame(id, index)?;
+        decode_jpeg_into(&jpeg, options, out).map_err(|e| self.locate_decode_error(e, id, index))
+    }
+
+    /// Adds the frame's place to a decoding error that has none.
+    fn locate_decode_error(&self, e: crate::Error, id: &str, index: usize) -> crate::Error {
+        match e.kind() {
             ErrorKind::Decode { at, reason } if at.is_empty() => {
                 let loc = self
                     .item(id)
@@ -180,6 +767,6 @@ impl crate::reader::ChunkReader {
                 .into()
             }
             _ => e,
-        })
+        }
     }
 }

@@ -89,6 +89,12 @@ pub enum ErrorKind {
         /// The decoder's message.
         reason: String,
     },
+    /// Pixels could not be encoded as a JPEG.
+    #[error("cannot encode JPEG: {reason}")]
+    Encode {
+        /// The encoder's message.
+        reason: String,
+    },
     /// A chunk cannot be created because it exists.
     #[error("chunk {chunk} already exists in {dir}")]
     ChunkExists {

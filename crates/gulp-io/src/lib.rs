@@ -37,17 +37,25 @@
 
 mod decode;
 mod directory;
+#[cfg(feature = "turbojpeg")]
+mod encode;
 mod error;
 mod mmap;
 mod reader;
 mod recover;
 mod select;
+#[cfg(feature = "turbojpeg")]
+mod turbo;
 mod writer;
 
 pub use crate::decode::{
-    ColorMode, FrameDecoder, Image, MAX_DECODE_PIXELS, ZuneDecoder, decode_batch, decode_jpeg,
+    Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegHeader,
+    MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch, decode_jpeg,
+    decode_jpeg_into, decode_jpeg_with, read_header, scaled,
 };
 pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
+#[cfg(feature = "turbojpeg")]
+pub use crate::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover};

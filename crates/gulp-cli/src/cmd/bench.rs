@@ -4,12 +4,12 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::Result;
-use gulp_io::{ColorMode, decode_jpeg};
+use anyhow::{Result, bail};
+use gulp_io::{Codec, Crop, Dct, DecodeOptions, Scale, decode_jpeg_into, read_header};
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, CodecArg, DctArg};
 
 /// Frames handed to the threads at a time.
 const FRAMES_PER_THREAD: usize = 64;
@@ -21,6 +21,11 @@ const PAGE: usize = 4096;
 struct Figures {
     threads: usize,
     decode: bool,
+    /// The codec ("libjpeg-turbo", "zune-jpeg"), the scale ("1/2") and
+    /// the crop ("112x112") of the decode.
+    codec: &'static str,
+    scale: String,
+    crop: Option<String>,
     frames: u64,
     /// JPEG bytes read.
     bytes: u64,
@@ -56,6 +61,7 @@ impl Tally {
 pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let threads = super::threads(args.threads);
     let decode = !args.raw;
+    let how = Decode::from_args(args)?;
     let gulp = super::open_dir(&args.dir)?;
     let bar = super::progress("frames");
     let start = Instant::now();
@@ -69,7 +75,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             }
         }
         for batch in frames.chunks(threads * FRAMES_PER_THREAD) {
-            let tally = process(batch, threads, decode);
+            let tally = process(batch, threads, decode.then_some(&how));
             bar.inc(tally.frames);
             total.add(&tally);
         }
@@ -89,6 +95,15 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let figures = Figures {
         threads,
         decode,
+        codec: match how.options.codec {
+            Codec::LibjpegTurbo => "libjpeg-turbo",
+            Codec::Zune => "zune-jpeg",
+        },
+        scale: match how.options.scale {
+            Scale::Eighths(n) if n != 8 => format!("{n}/8"),
+            _ => "1".into(),
+        },
+        crop: how.crop.map(|(w, h)| format!("{w}x{h}")),
         frames: total.frames,
         bytes: total.bytes,
         pixels: total.pixels,
@@ -109,7 +124,18 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         super::write_json(&mut out, &figures)?;
         return Ok(Outcome::Success);
     }
-    let what = if decode { "read and decoded" } else { "read" };
+    let what = if decode {
+        let crop = figures
+            .crop
+            .as_ref()
+            .map_or(String::new(), |c| format!(", crop {c}"));
+        format!(
+            "read and decoded ({}, scale {}{crop})",
+            figures.codec, figures.scale
+        )
+    } else {
+        "read".into()
+    };
     writeln!(
         out,
         "{} frames {what} in {:.3} s on {threads} threads",
@@ -124,16 +150,77 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Reads (and decodes) a batch of frames on `threads` threads.
-fn process(batch: &[Cow<'_, [u8]>], threads: usize, decode: bool) -> Tally {
+/// How `gulp bench` decodes.
+struct Decode {
+    options: DecodeOptions,
+    /// A centred crop of each scaled frame.
+    crop: Option<(usize, usize)>,
+}
+
+impl Decode {
+    fn from_args(args: &BenchArgs) -> Result<Decode> {
+        let codec = match args.codec {
+            None => Codec::default(),
+            Some(CodecArg::Turbo) if !cfg!(feature = "turbojpeg") => {
+                bail!("this build of gulp has no libjpeg-turbo (cargo feature `turbojpeg`)")
+            }
+            Some(CodecArg::Turbo) => Codec::LibjpegTurbo,
+            Some(CodecArg::Zune) => Codec::Zune,
+        };
+        let scale = args.scale.unwrap_or_default();
+        if codec == Codec::Zune && !matches!(scale, Scale::Full | Scale::Eighths(8)) {
+            bail!("--scale needs libjpeg-turbo (zune-jpeg decodes at full size)");
+        }
+        Ok(Decode {
+            options: DecodeOptions {
+                codec,
+                scale,
+                dct: match args.dct {
+                    DctArg::Fast => Dct::Fast,
+                    DctArg::Accurate => Dct::Accurate,
+                },
+                ..DecodeOptions::default()
+            },
+            crop: args.crop,
+        })
+    }
+
+    /// Decodes one frame into `buf` (grown, never shrunk); the pixels.
+    fn frame(&self, jpeg: &[u8], buf: &mut Vec<u8>) -> gulp_io::Result<u64> {
+        let mut options = self.options;
+        let header = read_header(jpeg, options.codec)?;
+        if let Some((w, h)) = self.crop {
+            let (sw, sh) = header.scaled_size(&options);
+            let (w, h) = (w.min(sw), h.min(sh));
+            options.crop = Some(Crop {
+                x: (sw - w) / 2,
+                y: (sh - h) / 2,
+                width: w,
+                height: h,
+            });
+        }
+        let len = header.output_shape(&options).len();
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        let shape = decode_jpeg_into(jpeg, &options, buf)?;
+        Ok((shape.width * shape.height) as u64)
+    }
+}
+
+/// Reads (and decodes, when `decode` says how) a batch of frames on
+/// `threads` threads. Each thread decodes into one buffer, reused, as a
+/// training loop decodes into its batch.
+fn process(batch: &[Cow<'_, [u8]>], threads: usize, decode: Option<&Decode>) -> Tally {
     let one = |frames: &[Cow<'_, [u8]>]| {
         let mut tally = Tally::default();
+        let mut buf = Vec::new();
         for jpeg in frames {
             tally.frames += 1;
             tally.bytes += jpeg.len() as u64;
-            if decode {
-                match decode_jpeg(jpeg, ColorMode::Auto) {
-                    Ok(image) => tally.pixels += (image.width * image.height) as u64,
+            if let Some(how) = decode {
+                match how.frame(jpeg, &mut buf) {
+                    Ok(pixels) => tally.pixels += pixels,
                     Err(_) => tally.failed += 1,
                 }
             } else {

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use gulp_io::{ColorMode, Image, Selection, ZuneDecoder, decode_batch};
+use gulp_io::{Image, JpegDecoder, Selection, decode_batch};
 
 use crate::Outcome;
 use crate::cli::{ExtractArgs, ImageFormatArg};
@@ -41,9 +41,7 @@ pub fn run(args: &ExtractArgs) -> Result<Outcome> {
                 }
             }
             Some(ImageFormatArg::Png) => {
-                let decoder = ZuneDecoder {
-                    mode: ColorMode::Auto,
-                };
+                let decoder = JpegDecoder::default();
                 let images = decode_batch(&frames, &decoder, threads);
                 for (k, image) in indices.iter().zip(images) {
                     let image = image.with_context(|| {
