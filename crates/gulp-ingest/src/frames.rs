@@ -360,9 +360,9 @@ pub(crate) fn jpeg_size(width: u32, height: u32) -> Result<(u16, u16), String> {
 }
 
 /// Encodes as gulpio2 does: baseline JPEG, 4:4:4 (no chroma subsampling),
-/// gray images as one-component JPEGs, accurate DCT. With the `turbojpeg`
-/// feature (the default) the encoder is libjpeg-turbo with simplejpeg's
-/// settings, so the bytes are gulpio2's; otherwise the pure-Rust
+/// gray images as one-component JPEGs. With the `turbojpeg` feature (the
+/// default) the encoder is libjpeg-turbo with simplejpeg's settings (fast
+/// integer DCT), so the bytes are gulpio2's; otherwise the pure-Rust
 /// jpeg-encoder.
 pub fn encode_jpeg(px: &Pixels, quality: u8) -> Result<Vec<u8>, String> {
     encode_jpeg_with(px, quality, true)

@@ -136,7 +136,7 @@ pub fn resize_short_edge(
 
 /// Encodes a frame as a baseline JPEG, 4:2:0 (the planes as they are) or
 /// 4:4:4 (each chroma sample repeated over its 2×2 block, gulpio2's
-/// layout), accurate DCT. A video-range frame is mapped to full range on a
+/// layout), with gulpio2's DCT. A video-range frame is mapped to full range on a
 /// copy first; [`Yuv420::expand_range`] does it in place.
 pub fn encode_jpeg(frame: &Yuv420, quality: u8, full_chroma: bool) -> Result<Vec<u8>, String> {
     frame.check()?;

@@ -671,8 +671,15 @@ mod turbo {
             let mcu = tj::mcu_width(raw.subsamp)
                 .filter(|_| !raw.lossless)
                 .map(|w| (w * usize::from(eighths)).div_ceil(8));
-            let x0 = mcu.map_or(0, |m| crop.x - crop.x % m);
-            let region_width = crop.x + crop.width - x0;
+            // Smooth upsampling takes its neighbours from the region only:
+            // one more iMCU column on each side (where there is one) gives
+            // the edge columns the neighbours of the whole frame.
+            let margin = match mcu {
+                Some(m) if !params.fast_upsample && raw.subsamp != tj::SAMP_444 => m,
+                _ => 0,
+            };
+            let x0 = mcu.map_or(0, |m| (crop.x - crop.x % m).saturating_sub(margin));
+            let region_width = (crop.x + crop.width + margin).min(sw) - x0;
             let whole = (x0, crop.y, region_width, crop.height) == (0, 0, sw, sh);
             params.region = if mcu.is_none() || whole {
                 None
@@ -683,9 +690,9 @@ mod turbo {
                 Some(_) => (region_width, crop.height, 0),
                 None => (sw, sh, crop.y),
             };
-            if whole {
+            if whole && (crop.x, crop.width) == (0, sw) {
                 run(handle, &params, (sw, sh), out)?;
-            } else if params.region.is_some() && x0 == crop.x {
+            } else if params.region.is_some() && x0 == crop.x && region_width == crop.width {
                 run(handle, &params, (rw, rh), out)?;
             } else {
                 let cut = Crop {

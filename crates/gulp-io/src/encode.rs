@@ -1,6 +1,7 @@
 //! JPEG encoding with libjpeg-turbo, as gulpio2 encodes (through
-//! simplejpeg): baseline, accurate DCT, Huffman tables not optimised, so the
-//! same pixels and settings give the same bytes.
+//! simplejpeg): baseline, fast integer DCT (what simplejpeg's defaults
+//! give), Huffman tables not optimised, so the same pixels and settings give
+//! the same bytes.
 
 use std::cell::RefCell;
 

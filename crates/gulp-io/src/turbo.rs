@@ -296,7 +296,7 @@ impl Handle {
 
     /// Compresses `height` rows of `width` pixels (`pitch` bytes apart) of
     /// `format` to a baseline JPEG of `quality`, 4:4:4 or 4:2:0 colour
-    /// (`subsamp`; gray images are one-component JPEGs), accurate DCT.
+    /// (`subsamp`; gray images are one-component JPEGs), fast DCT as gulpio2.
     pub(crate) fn compress(
         &mut self,
         pixels: &[u8],
@@ -406,14 +406,18 @@ impl Handle {
     }
 
     /// gulpio2's settings through simplejpeg: baseline, Huffman tables not
-    /// optimised, accurate DCT, the given quality and subsampling.
+    /// optimised, the given quality and subsampling, and the *fast* integer
+    /// DCT. simplejpeg's `encode_jpeg(fastdct=False)` calls the TurboJPEG 2
+    /// API without `TJFLAG_ACCURATEDCT`, and that API compresses with the
+    /// fast DCT unless asked otherwise: gulpio2's JPEGs are fast-DCT ones
+    /// (tests/simplejpeg.rs checks the bytes).
     fn set_compress_params(&mut self, quality: u8, subsamp: c_int) -> Result<(), Failure> {
         self.set(
             raw::TJPARAM_TJPARAM_QUALITY,
             c_int::from(quality.clamp(1, 100)),
         )?;
         self.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp)?;
-        self.set(raw::TJPARAM_TJPARAM_FASTDCT, 0)?;
+        self.set(raw::TJPARAM_TJPARAM_FASTDCT, 1)?;
         self.set(raw::TJPARAM_TJPARAM_NOREALLOC, 1)
     }
 

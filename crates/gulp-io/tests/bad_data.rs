@@ -10,7 +10,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use gulp_io::{ColorMode, ErrorKind, GulpDirectory, ReadMode, Selection, ZuneDecoder};
+use gulp_io::{
+    ColorMode, ErrorKind, FrameDecoder, GulpDirectory, JpegDecoder, ReadMode, Selection,
+    ZuneDecoder,
+};
 
 #[path = "../../../tests/support/bad_manifest.rs"]
 mod bad_manifest;
@@ -121,9 +124,13 @@ fn format_kind(kind: &gulp_format::ErrorKind) -> &'static str {
 /// Returns the number of frames read.
 fn read_everything(dir: &Path, mode: ReadMode, decode: bool) -> gulp_io::Result<usize> {
     let gulp = GulpDirectory::open_with(dir, mode)?;
-    let decoder = ZuneDecoder {
+    // The build's codec (libjpeg-turbo by default), then zune-jpeg: a frame
+    // must fail in both, each error saying where the frame is.
+    let zune = ZuneDecoder {
         mode: ColorMode::Auto,
     };
+    let default = JpegDecoder::default();
+    let decoders: [&dyn FrameDecoder; 2] = [&default, &zune];
     let mut frames = 0;
     for index in 0..gulp.chunks().len() {
         let reader = gulp.reader(index)?;
@@ -134,7 +141,15 @@ fn read_everything(dir: &Path, mode: ReadMode, decode: bool) -> gulp_io::Result<
             assert_eq!(gulp.frames(&id, &Selection::All)?.len(), n);
             if decode {
                 for k in 0..n {
-                    reader.decode_frame(&id, k, &decoder)?;
+                    let mut first = None;
+                    for decoder in decoders {
+                        if let Err(e) = reader.decode_frame(&id, k, decoder) {
+                            first.get_or_insert(e);
+                        }
+                    }
+                    if let Some(e) = first {
+                        return Err(e);
+                    }
                 }
             }
             frames += n;
