@@ -501,14 +501,23 @@ mod zune {
             .set_strict_mode(strict)
     }
 
+    /// Runs zune-jpeg, turning a panic inside it (seen on hostile frames in
+    /// lenient mode) into a decoding error.
+    fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|_| Err(fail("zune-jpeg failed on this frame (internal panic)")))
+    }
+
     pub(super) fn header(jpeg: &[u8]) -> Result<JpegHeader> {
-        let mut probe = ZuneJpeg::new(ZCursor::new(jpeg));
-        probe.decode_headers().map_err(|e| fail(format!("{e:?}")))?;
-        let (width, height) = probe.dimensions().ok_or_else(|| fail("no image header"))?;
-        Ok(JpegHeader {
-            width,
-            height,
-            gray: matches!(probe.input_colorspace(), Some(ColorSpace::Luma)),
+        guarded(|| {
+            let mut probe = ZuneJpeg::new(ZCursor::new(jpeg));
+            probe.decode_headers().map_err(|e| fail(format!("{e:?}")))?;
+            let (width, height) = probe.dimensions().ok_or_else(|| fail("no image header"))?;
+            Ok(JpegHeader {
+                width,
+                height,
+                gray: matches!(probe.input_colorspace(), Some(ColorSpace::Luma)),
+            })
         })
     }
 
@@ -537,16 +546,24 @@ mod zune {
             channels: shape.channels,
         };
         let decode = |dst: &mut [u8]| -> Result<()> {
-            let mut decoder =
-                ZuneJpeg::new_with_options(ZCursor::new(jpeg), options_for(color, options));
-            decoder
-                .decode_into(dst)
-                .map_err(|e| fail(format!("{e:?}")))?;
-            let info = decoder.info().ok_or_else(|| fail("no image header"))?;
-            if (usize::from(info.width), usize::from(info.height)) != (full.width, full.height) {
-                return Err(fail("the image size changed while decoding"));
+            if !options.strict {
+                // A damaged frame may leave part of the output unwritten:
+                // it is then black, not what the buffer held before.
+                dst.fill(0);
             }
-            Ok(())
+            guarded(|| {
+                let mut decoder =
+                    ZuneJpeg::new_with_options(ZCursor::new(jpeg), options_for(color, options));
+                decoder
+                    .decode_into(dst)
+                    .map_err(|e| fail(format!("{e:?}")))?;
+                let info = decoder.info().ok_or_else(|| fail("no image header"))?;
+                if (usize::from(info.width), usize::from(info.height)) != (full.width, full.height)
+                {
+                    return Err(fail("the image size changed while decoding"));
+                }
+                Ok(())
+            })
         };
         match options.crop {
             None => decode(&mut out[..full.len()])?,
@@ -566,6 +583,48 @@ mod zune {
         options(color, o.strict)
             .set_max_width(usize::from(u16::MAX))
             .set_max_height(usize::from(u16::MAX))
+    }
+}
+
+/// Whether `jpeg` starts with SOI and reaches a whole frame header (SOFn
+/// segment) before a scan or the end, walking the marker segments as
+/// libjpeg reads them (bytes between segments are skipped, as libjpeg does
+/// with a warning).
+#[cfg_attr(not(feature = "turbojpeg"), allow(dead_code))]
+fn has_frame_header(jpeg: &[u8]) -> bool {
+    if !jpeg.starts_with(&[0xff, 0xd8]) {
+        return false;
+    }
+    let mut i = 2;
+    loop {
+        while jpeg.get(i).is_some_and(|&b| b != 0xff) {
+            i += 1;
+        }
+        while jpeg.get(i) == Some(&0xff) {
+            i += 1;
+        }
+        let Some(&marker) = jpeg.get(i) else {
+            return false;
+        };
+        i += 1;
+        match marker {
+            // A stuffed zero, a restart or TEM marker: no segment.
+            0x00 | 0x01 | 0xd0..=0xd7 => continue,
+            // SOI again, EOI, SOS: no frame header before them.
+            0xd8..=0xda => return false,
+            _ => {}
+        }
+        let Some(len) = jpeg.get(i..i + 2) else {
+            return false;
+        };
+        let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        if len < 2 || i + len > jpeg.len() {
+            return false;
+        }
+        if matches!(marker, 0xc0..=0xc3 | 0xc5..=0xc7 | 0xc9..=0xcb | 0xcd..=0xcf) {
+            return true;
+        }
+        i += len;
     }
 }
 
@@ -601,6 +660,14 @@ mod turbo {
     }
 
     fn read(handle: &mut Handle, jpeg: &[u8], strict: bool) -> Result<tj::RawHeader> {
+        // libjpeg-turbo reports success on a stream without a frame header
+        // (tables only, or cut before it) and leaves the previous frame's
+        // size in the handle: such a stream is refused first.
+        if !has_frame_header(jpeg) {
+            return Err(fail(
+                "no complete frame header (SOF marker) before the first scan",
+            ));
+        }
         let raw = handle.header(jpeg, strict).map_err(|e| fail(e.message))?;
         check_size(raw.width, raw.height)?;
         Ok(raw)
@@ -653,33 +720,38 @@ mod turbo {
                 scale_eighths: eighths,
                 region: None,
             };
-            let run = |handle: &mut Handle, params: &Params, size, dst: &mut [u8]| {
-                match handle.decompress(jpeg, params, format, size, dst) {
-                    Ok(()) => Ok(()),
-                    // Not strict: the image is decoded, with a problem noted.
-                    Err(e) if e.warning && !params.stop_on_warning => Ok(()),
-                    Err(e) => Err(fail(e.message)),
-                }
-            };
+            let run =
+                |handle: &mut Handle, params: &Params, size: (usize, usize), dst: &mut [u8]| {
+                    if !params.stop_on_warning {
+                        // A damaged frame may leave part of the output unwritten:
+                        // it is then black, not what the buffer held before.
+                        let len = (size.0 * size.1 * shape.channels).min(dst.len());
+                        dst[..len].fill(0);
+                    }
+                    match handle.decompress(jpeg, params, format, size, dst) {
+                        Ok(()) => Ok(()),
+                        // Not strict: the image is decoded, with a problem noted.
+                        Err(e) if e.warning && !params.stop_on_warning => Ok(()),
+                        Err(e) => Err(fail(e.message)),
+                    }
+                };
             let Some(crop) = options.crop else {
                 run(handle, &params, (sw, sh), out)?;
                 return Ok(shape);
             };
             check_crop(&crop, (sw, sh))?;
             // The region starts on the iMCU column at or left of the crop;
-            // libjpeg-turbo decodes only its rows and columns.
+            // libjpeg-turbo decodes only its rows and columns. Smooth
+            // upsampling of subsampled chroma takes its neighbours from the
+            // region only, and at reduced scales not even a margin makes
+            // the edges exact: such a crop is cut from the whole frame.
+            let exact =
+                params.fast_upsample || raw.subsamp == tj::SAMP_444 || raw.subsamp == tj::SAMP_GRAY;
             let mcu = tj::mcu_width(raw.subsamp)
-                .filter(|_| !raw.lossless)
+                .filter(|_| !raw.lossless && exact)
                 .map(|w| (w * usize::from(eighths)).div_ceil(8));
-            // Smooth upsampling takes its neighbours from the region only:
-            // one more iMCU column on each side (where there is one) gives
-            // the edge columns the neighbours of the whole frame.
-            let margin = match mcu {
-                Some(m) if !params.fast_upsample && raw.subsamp != tj::SAMP_444 => m,
-                _ => 0,
-            };
-            let x0 = mcu.map_or(0, |m| (crop.x - crop.x % m).saturating_sub(margin));
-            let region_width = (crop.x + crop.width + margin).min(sw) - x0;
+            let x0 = mcu.map_or(0, |m| crop.x - crop.x % m);
+            let region_width = crop.x + crop.width - x0;
             let whole = (x0, crop.y, region_width, crop.height) == (0, 0, sw, sh);
             params.region = if mcu.is_none() || whole {
                 None

@@ -69,7 +69,7 @@ pub(crate) const CS_CMYK: c_int = raw::TJCS_TJCS_CMYK as c_int;
 pub(crate) const CS_YCCK: c_int = raw::TJCS_TJCS_YCCK as c_int;
 pub(crate) const SAMP_444: c_int = raw::TJSAMP_TJSAMP_444 as c_int;
 pub(crate) const SAMP_420: c_int = raw::TJSAMP_TJSAMP_420 as c_int;
-const SAMP_GRAY: c_int = raw::TJSAMP_TJSAMP_GRAY as c_int;
+pub(crate) const SAMP_GRAY: c_int = raw::TJSAMP_TJSAMP_GRAY as c_int;
 const SAMP_422: c_int = raw::TJSAMP_TJSAMP_422 as c_int;
 const SAMP_440: c_int = raw::TJSAMP_TJSAMP_440 as c_int;
 const SAMP_411: c_int = raw::TJSAMP_TJSAMP_411 as c_int;
@@ -80,9 +80,9 @@ const ERR_WARNING: c_int = raw::TJERR_TJERR_WARNING as c_int;
 /// a `TJSAMP_*` value, before scaling: libjpeg-turbo's `tjMCUWidth`.
 pub(crate) fn mcu_width(subsamp: c_int) -> Option<usize> {
     match subsamp {
-        SAMP_444 | SAMP_GRAY | SAMP_440 => Some(8),
+        SAMP_444 | SAMP_GRAY | SAMP_440 | SAMP_441 => Some(8),
         SAMP_422 | SAMP_420 => Some(16),
-        SAMP_411 | SAMP_441 => Some(32),
+        SAMP_411 => Some(32),
         _ => None,
     }
 }

@@ -398,3 +398,63 @@ fn strict_decoding_refuses_a_truncated_frame_lenient_decoding_does_not() {
     // nothing behind.
     assert_eq!(decode(&jpeg, &DecodeOptions::default()), good);
 }
+
+/// A stream without a frame header (a tables-only JPEG, one cut before its
+/// SOF, a lone byte) is refused, strict or not, even right after another
+/// frame decoded on the same thread: libjpeg-turbo's header read succeeds on
+/// such streams and would leave the previous frame's size behind.
+#[test]
+fn a_stream_without_a_frame_header_never_takes_the_previous_size() {
+    let pixels = picture(24, 16, 3, 5);
+    let jpeg = encode_jpeg(&pixels, (24, 16), 3, 90, Subsampling::S444).unwrap();
+    let sof = jpeg.windows(2).position(|w| w == [0xff, 0xc0]).unwrap();
+    let mut tables_only = jpeg[..sof].to_vec();
+    tables_only.extend_from_slice(&[0xff, 0xd9]);
+    let cut_in_sof = jpeg[..sof + 6].to_vec();
+    for bad in [
+        &tables_only[..],
+        &cut_in_sof[..],
+        &[0xff][..],
+        &[0xff, 0xd8][..],
+    ] {
+        for strict in [true, false] {
+            for codec in [Codec::LibjpegTurbo, Codec::Zune] {
+                let options = DecodeOptions {
+                    codec,
+                    strict,
+                    ..DecodeOptions::default()
+                };
+                decode(&jpeg, &options);
+                assert!(read_header(bad, codec).is_err(), "{codec:?} {bad:02x?}");
+                let err = decode_jpeg_with(bad, &options).unwrap_err();
+                assert!(matches!(err.kind(), ErrorKind::Decode { .. }), "{err}");
+            }
+        }
+    }
+}
+
+/// Lenient decoding of a damaged frame writes every byte of the output
+/// (black where the decoder produced nothing), whatever the buffer held.
+#[test]
+fn lenient_decoding_writes_the_whole_output() {
+    let pixels = picture(64, 48, 3, 6);
+    for sub in [Subsampling::S444, Subsampling::S420] {
+        let jpeg = encode_jpeg(&pixels, (64, 48), 3, 90, sub).unwrap();
+        for cut in [jpeg.len() / 3, jpeg.len() / 2, jpeg.len() - 40] {
+            let short = &jpeg[..cut];
+            for codec in [Codec::LibjpegTurbo, Codec::Zune] {
+                let options = DecodeOptions {
+                    codec,
+                    strict: false,
+                    ..DecodeOptions::default()
+                };
+                let Ok(first) = decode_jpeg_with(short, &options) else {
+                    continue;
+                };
+                let mut buf = vec![0xa5u8; first.pixels.len()];
+                decode_jpeg_into(short, &options, &mut buf).unwrap();
+                assert!(buf == first.pixels, "{codec:?} {sub:?} cut at {cut}");
+            }
+        }
+    }
+}

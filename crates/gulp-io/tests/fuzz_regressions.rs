@@ -13,7 +13,9 @@ mod saved_inputs;
 
 use saved_inputs::inputs;
 
-use fuzz_checks::{check_chunk_read, check_random_ops, chunk_read_seeds, random_ops_seeds};
+use fuzz_checks::{
+    check_chunk_read, check_jpeg_decode, check_random_ops, chunk_read_seeds, random_ops_seeds,
+};
 
 /// Runs `check` on every saved input and seed, naming the ones that fail.
 fn replay(
@@ -41,6 +43,64 @@ fn chunk_read_regressions() {
 #[test]
 fn random_ops_regressions() {
     replay("random_ops", random_ops_seeds(), check_random_ops);
+}
+
+/// The committed seeds of a fuzz target, `fuzz/seeds/<target>/` (written
+/// by the fuzz crate's `seeds` example).
+fn committed_seeds(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/seeds")
+        .join(target);
+    let mut seeds: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            (path.display().to_string(), std::fs::read(&path).unwrap())
+        })
+        .collect();
+    seeds.sort();
+    assert!(
+        seeds.len() > 20,
+        "{} holds {} seeds",
+        dir.display(),
+        seeds.len()
+    );
+    seeds
+}
+
+#[test]
+fn jpeg_decode_regressions() {
+    let mut seeds = committed_seeds("jpeg_decode");
+    // And gulp-io's own test JPEGs behind the seeds' option prefixes.
+    for name in ["white-8x8", "black-gray-8x8", "noise-24x16"] {
+        let path = format!("{}/tests/data/{name}.jpg", env!("CARGO_MANIFEST_DIR"));
+        let jpeg = std::fs::read(&path).unwrap();
+        seeds.extend(fuzz_checks::jpeg_decode_inputs(name, &jpeg));
+    }
+    replay("jpeg_decode", seeds, check_jpeg_decode);
+}
+
+/// The JPEG seeds decode (so the success checks run): with the default
+/// codec cropped and not, with zune-jpeg cropped.
+#[test]
+fn jpeg_decode_seeds_decode() {
+    use gulp_io::{Codec, decode_jpeg_into, read_header};
+    let mut decoded = std::collections::BTreeSet::new();
+    for (_, input) in committed_seeds("jpeg_decode") {
+        let (mut options, crop, jpeg) = fuzz_checks::jpeg_options(&input);
+        let Ok(header) = read_header(jpeg, options.codec) else {
+            continue;
+        };
+        options.crop = crop.map(|c| fuzz_checks::jpeg_crop(c, header.scaled_size(&options)));
+        let mut out = vec![0; 1 << 16];
+        if decode_jpeg_into(jpeg, &options, &mut out).is_ok() {
+            decoded.insert((options.codec == Codec::Zune, options.crop.is_some()));
+        }
+    }
+    let zune = Codec::default() == Codec::Zune;
+    for want in [(zune, false), (zune, true), (true, true)] {
+        assert!(decoded.contains(&want), "{want:?} not in {decoded:?}");
+    }
 }
 
 /// The seeds reach what the checks are for: valid chunks whose frames read,

@@ -17,6 +17,7 @@ use gulp_io::{
 /// encoded by gulp as gulpio2 writes them (4:4:4) and as videos are (4:2:0).
 fn originals() -> Vec<(&'static str, Vec<u8>)> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    #[cfg_attr(not(feature = "turbojpeg"), allow(unused_mut))]
     let mut out = vec![
         (
             "noise-24x16",

@@ -1,14 +1,16 @@
-//! The checks of the gulp-io fuzz targets `chunk_read` and `random_ops`
-//! (docs/fuzzing.md), and the seeds they start from.
+//! The checks of the gulp-io fuzz targets `chunk_read`, `random_ops` and
+//! `jpeg_decode` (docs/fuzzing.md), and the seeds they start from.
 //!
 //! This file is a module of two crates: the fuzz crate (`fuzz/src/lib.rs`)
 //! and gulp-io's `fuzz_regressions` test, which replays saved inputs from
 //! `tests/data/fuzz-regressions/<target>/` through exactly what the fuzzer
-//! runs. Both checks work on real files in a scratch directory under the
-//! system temporary directory (or `$GULP_FUZZ_TMP`), removed afterwards.
+//! runs. The chunk checks work on real files in a scratch directory under the
+//! system temporary directory (or `$GULP_FUZZ_TMP`), removed afterwards; the
+//! JPEG check works in memory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use gulp_format::{
@@ -16,8 +18,9 @@ use gulp_format::{
     read_meta,
 };
 use gulp_io::{
-    ChunkReader, ChunkWriter, DirectoryWarning, Error, ErrorKind, GulpDirectory, ReadMode,
-    Selection,
+    ChunkReader, ChunkWriter, Codec, ColorMode, Crop, Dct, DecodeOptions, DirectoryWarning, Error,
+    ErrorKind, GulpDirectory, MAX_DECODE_PIXELS, ReadMode, Scale, Selection, Upsampling,
+    decode_jpeg_into, decode_jpeg_with, read_header,
 };
 
 /// A fresh, empty directory, removed on drop.
@@ -692,4 +695,278 @@ pub fn random_ops_seeds() -> Vec<(String, Vec<u8>)> {
     s.extend([4]);
     seeds.push(("duplicate".to_owned(), s));
     seeds
+}
+
+// --------------------------------------------------------------- jpeg_decode
+
+/// The option bytes in front of the JPEG in a `jpeg_decode` input.
+pub const JPEG_OPTION_BYTES: usize = 9;
+
+/// Frames whose stored size is above this many pixels (but within
+/// [`MAX_DECODE_PIXELS`]) get only the cheap checks, so that every input
+/// runs in milliseconds: a few hundred bytes can claim 8192 × 8192 pixels.
+pub const JPEG_CHECK_PIXELS: usize = 1 << 18;
+
+/// Output bytes past the expected shape, which no decode may touch: as many
+/// again as the shape, and a little more.
+fn slack(len: usize) -> usize {
+    len + 61
+}
+
+/// A small real JPEG (24 × 16 colour noise), decoded after every failure
+/// and compared with its pixels from a fresh thread: a decoder handle left
+/// in a bad state by the failure would show here.
+const KNOWN_GOOD: &[u8] = include_bytes!("../data/noise-24x16.jpg");
+
+/// Splits a `jpeg_decode` input into options, crop bytes and the JPEG.
+///
+/// Layout (missing bytes read as 0): byte 0 holds flags: bit 0 zune-jpeg
+/// (else the default codec: libjpeg-turbo when built in), bit 1 accurate
+/// DCT, bit 2 smooth upsampling, bit 3 not strict, bit 4 crop; byte 1 the
+/// colour mode (`% 3`: auto, RGB, gray); byte 2 the scale (`% 4`: full,
+/// `Eighths(a % 10)` (0 and 9 test the clamping), `ShortEdge(a)`,
+/// `AtLeast { width: a, height: b }`) with `a`, `b` bytes 3 and 4; bytes
+/// 5–8 the crop (see [`jpeg_crop`]); then the JPEG.
+pub fn jpeg_options(input: &[u8]) -> (DecodeOptions, Option<[u8; 4]>, &[u8]) {
+    let mut head = [0u8; JPEG_OPTION_BYTES];
+    let n = input.len().min(JPEG_OPTION_BYTES);
+    head[..n].copy_from_slice(&input[..n]);
+    let [flags, color, scale, a, b, c0, c1, c2, c3] = head;
+    let options = DecodeOptions {
+        codec: if flags & 1 == 0 {
+            Codec::default()
+        } else {
+            Codec::Zune
+        },
+        color: [ColorMode::Auto, ColorMode::Rgb, ColorMode::Gray][usize::from(color % 3)],
+        dct: if flags & 2 == 0 {
+            Dct::Fast
+        } else {
+            Dct::Accurate
+        },
+        upsampling: if flags & 4 == 0 {
+            Upsampling::Fast
+        } else {
+            Upsampling::Smooth
+        },
+        strict: flags & 8 == 0,
+        scale: match scale % 4 {
+            0 => Scale::Full,
+            1 => Scale::Eighths(a % 10),
+            2 => Scale::ShortEdge(usize::from(a)),
+            _ => Scale::AtLeast {
+                width: usize::from(a),
+                height: usize::from(b),
+            },
+        },
+        crop: None,
+    };
+    let crop = (flags & 16 != 0).then_some([c0, c1, c2, c3]);
+    (options, crop, &input[n..])
+}
+
+/// The crop of bytes `[x, y, w, h]` in a `width` × `height` image:
+/// `x % (width + 1)` (so one past the last column too); a size byte 0 reaches the edge,
+/// 1 one past it, anything else is `% (room + 2)`, so zero and too-wide
+/// crops come up as well.
+pub fn jpeg_crop([x, y, w, h]: [u8; 4], (width, height): (usize, usize)) -> Crop {
+    let x = usize::from(x) % (width + 1);
+    let y = usize::from(y) % (height + 1);
+    let size = |b: u8, room: usize| match b {
+        0 => room,
+        1 => room + 1,
+        _ => usize::from(b) % (room + 2),
+    };
+    Crop {
+        x,
+        y,
+        width: size(w, width - x),
+        height: size(h, height - y),
+    }
+}
+
+/// The `jpeg_decode` check: decodes the JPEG with the options of the input
+/// (see [`jpeg_options`]) into a buffer and into a new image. Never a panic;
+/// every failure is a `Decode` error; a success returns
+/// `read_header(..).output_shape(&options)`, writes exactly that many
+/// bytes (nothing past them), agrees with `decode_jpeg_with` and with a
+/// second decode into a buffer of other contents, byte for byte; a crop
+/// equals the same window of the uncropped decode at the same scale (with
+/// fast upsampling, or zune-jpeg); a frame
+/// over [`MAX_DECODE_PIXELS`] is refused before anything is allocated for
+/// it; after any failure a known-good JPEG still decodes to its pixels.
+pub fn check_jpeg_decode(input: &[u8]) {
+    let (mut options, crop, jpeg) = jpeg_options(input);
+    let header = read_header(jpeg, options.codec);
+    options.crop = crop.map(|bytes| match &header {
+        Ok(h) => jpeg_crop(bytes, h.scaled_size(&options)),
+        Err(_) => jpeg_crop(bytes, (64, 64)),
+    });
+    // An empty buffer never fits: refused without writing.
+    let refused = decode_jpeg_into(jpeg, &options, &mut []);
+    expect_decode_error(&refused, &options, "into an empty buffer");
+    let header = match header {
+        Ok(h) => h,
+        Err(e) => {
+            assert_decode_error(&e, "read_header");
+            // What has no readable header does not decode.
+            let with = decode_jpeg_with(jpeg, &options);
+            expect_decode_error(&with, &options, "without a header");
+            return;
+        }
+    };
+    // libjpeg-turbo's header read refuses these itself; zune-jpeg's does not.
+    if header.width.saturating_mul(header.height) > MAX_DECODE_PIXELS {
+        // Refused before the allocation (a global allocator in the fuzz
+        // crate aborts on any single allocation this large).
+        let with = decode_jpeg_with(jpeg, &options);
+        expect_decode_error(&with, &options, "over the pixel limit");
+        return;
+    }
+    if header.width.saturating_mul(header.height) > JPEG_CHECK_PIXELS {
+        return;
+    }
+    let expected = header.output_shape(&options);
+    let mut out = vec![0xa5; expected.len() + slack(expected.len())];
+    let into = decode_jpeg_into(jpeg, &options, &mut out);
+    let with = decode_jpeg_with(jpeg, &options);
+    let shape = match into {
+        Ok(shape) => shape,
+        Err(e) => {
+            assert_decode_error(&e, "decode_jpeg_into");
+            after_failure(&options);
+            assert!(
+                with.is_err(),
+                "decode_jpeg_with succeeds where decode_jpeg_into fails ({e}) with {options:?}"
+            );
+            return;
+        }
+    };
+    assert_eq!(shape, expected, "shape of {options:?}");
+    assert!(
+        out[shape.len()..].iter().all(|&b| b == 0xa5),
+        "{options:?}: bytes written past the {shape:?} returned"
+    );
+    let image = with.unwrap_or_else(|e| {
+        panic!("decode_jpeg_into succeeds, decode_jpeg_with fails with {options:?}: {e}")
+    });
+    assert_eq!(
+        (image.height, image.width, image.channels),
+        (shape.height, shape.width, shape.channels)
+    );
+    assert!(
+        image.pixels == out[..shape.len()],
+        "decode_jpeg_with differs, {options:?}"
+    );
+    // Again, into a buffer of other contents: the same bytes, every one written.
+    let mut again = vec![0x5a; expected.len()];
+    let second = decode_jpeg_into(jpeg, &options, &mut again)
+        .unwrap_or_else(|e| panic!("a second decode fails with {options:?}: {e}"));
+    assert_eq!(second, shape);
+    assert!(
+        again == out[..shape.len()],
+        "a second decode differs, {options:?}"
+    );
+    // A crop is exactly the window of the uncropped decode, whatever the
+    // upsampling (smooth upsampling of subsampled chroma is cut from the
+    // whole frame).
+    if let Some(crop) = options.crop {
+        let whole = DecodeOptions {
+            crop: None,
+            ..options
+        };
+        if let Ok(full) = decode_jpeg_with(jpeg, &whole) {
+            let row = crop.width * shape.channels;
+            for r in 0..crop.height {
+                let start = ((crop.y + r) * full.width + crop.x) * shape.channels;
+                assert!(
+                    full.pixels[start..start + row] == out[r * row..(r + 1) * row],
+                    "{options:?}: row {r} of the crop differs from the uncropped decode"
+                );
+            }
+        } else {
+            after_failure(&whole);
+        }
+    }
+}
+
+fn assert_decode_error(e: &Error, what: &str) {
+    assert!(
+        matches!(e.kind(), ErrorKind::Decode { .. }),
+        "{what}: not a decode error: {e}"
+    );
+}
+
+/// `result` is a `Decode` error; then the known-good JPEG still decodes.
+fn expect_decode_error<T: std::fmt::Debug>(
+    result: &Result<T, Error>,
+    options: &DecodeOptions,
+    what: &str,
+) {
+    match result {
+        Ok(v) => panic!("{what}: decoded with {options:?}: {v:?}"),
+        Err(e) => assert_decode_error(e, what),
+    }
+    after_failure(options);
+}
+
+/// The known-good JPEG's pixels with the default options of each codec,
+/// decoded on a thread of their own (fresh decoder handles); `None` where
+/// the codec is not built in.
+fn known_good(codec: Codec) -> Option<&'static [u8]> {
+    static PIXELS: OnceLock<[Option<Vec<u8>>; 2]> = OnceLock::new();
+    let pixels = PIXELS.get_or_init(|| {
+        std::thread::spawn(|| {
+            [Codec::LibjpegTurbo, Codec::Zune].map(|codec| {
+                let options = DecodeOptions {
+                    codec,
+                    ..DecodeOptions::default()
+                };
+                decode_jpeg_with(KNOWN_GOOD, &options)
+                    .ok()
+                    .map(|i| i.pixels)
+            })
+        })
+        .join()
+        .expect("decoding the known-good JPEG panicked")
+    });
+    pixels[usize::from(codec == Codec::Zune)].as_deref()
+}
+
+/// After a failure, the same thread decodes the known-good JPEG as before.
+fn after_failure(options: &DecodeOptions) {
+    let reference = known_good(options.codec);
+    let options = DecodeOptions {
+        codec: options.codec,
+        ..DecodeOptions::default()
+    };
+    let now = decode_jpeg_with(KNOWN_GOOD, &options).ok();
+    assert!(
+        now.as_ref().map(|i| i.pixels.as_slice()) == reference,
+        "after a failure, the known-good JPEG decodes differently with {:?}",
+        options.codec
+    );
+}
+
+/// `jpeg_decode` inputs for a JPEG: a few option prefixes each (default;
+/// zune-jpeg; half size with a crop off the iMCU grid; gray, smooth,
+/// accurate; not strict, 3/8 with a crop; short edge; at least).
+pub fn jpeg_decode_inputs(name: &str, jpeg: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let prefixes: [(&str, [u8; JPEG_OPTION_BYTES]); 7] = [
+        ("default", [0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        ("zune-crop", [1 | 16, 1, 0, 0, 0, 3, 2, 9, 5]),
+        ("half-crop", [16, 0, 1, 4, 0, 5, 1, 7, 0]),
+        ("gray-smooth", [2 | 4, 2, 0, 0, 0, 0, 0, 0, 0]),
+        ("lenient-crop", [8 | 16 | 4, 1, 1, 3, 0, 1, 3, 0, 4]),
+        ("short-edge", [0, 0, 2, 6, 0, 0, 0, 0, 0]),
+        ("at-least", [16 | 4, 0, 3, 10, 3, 2, 0, 0, 0]),
+    ];
+    prefixes
+        .iter()
+        .map(|(tag, prefix)| {
+            let mut input = prefix.to_vec();
+            input.extend_from_slice(jpeg);
+            (format!("{name}.{tag}"), input)
+        })
+        .collect()
 }
