@@ -546,11 +546,10 @@ mod zune {
             channels: shape.channels,
         };
         let decode = |dst: &mut [u8]| -> Result<()> {
-            if !options.strict {
-                // A damaged frame may leave part of the output unwritten:
-                // it is then black, not what the buffer held before.
-                dst.fill(0);
-            }
+            // zune-jpeg may report success on a damaged frame (lenient, and
+            // even strict) with part of the output unwritten: it is then
+            // black, not what the buffer held before.
+            dst.fill(0);
             guarded(|| {
                 let mut decoder =
                     ZuneJpeg::new_with_options(ZCursor::new(jpeg), options_for(color, options));
@@ -633,26 +632,16 @@ mod turbo {
     use super::*;
     use crate::turbo::{self as tj, Handle, Params, PixelFormat};
 
-    thread_local! {
-        static DECOMPRESSOR: RefCell<Option<Handle>> = const { RefCell::new(None) };
-    }
-
+    /// Runs `f` on a new decompressor. A handle is never reused from one
+    /// frame to the next, as simplejpeg (gulpio2) does not: libjpeg keeps
+    /// Huffman and quantisation tables across the images of one handle (for
+    /// abbreviated datastreams), so a damaged frame without its own tables
+    /// would decode with the previous frame's, and a handle that failed is
+    /// left mid-stream. A handle costs a few microseconds, nothing next to a
+    /// frame's decoding.
     fn with_handle<T>(f: impl FnOnce(&mut Handle) -> Result<T>) -> Result<T> {
-        DECOMPRESSOR.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            let handle = match slot.as_mut() {
-                Some(h) => h,
-                None => slot.insert(Handle::decompressor().map_err(|e| fail(e.message))?),
-            };
-            let result = f(handle);
-            if result.is_err() {
-                // libjpeg-turbo leaves a handle mid-stream after an error
-                // (the next header read then fails with "two SOI markers"):
-                // the next frame gets a fresh one.
-                *slot = None;
-            }
-            result
-        })
+        let mut handle = Handle::decompressor().map_err(|e| fail(e.message))?;
+        f(&mut handle)
     }
 
     fn is_cmyk(raw: &tj::RawHeader) -> bool {

@@ -9,7 +9,8 @@
 //!
 //! Every call goes through [`Handle`], which owns one `tjhandle`. A handle
 //! is not shared between threads (it holds the parameters of the next
-//! call), so each thread keeps its own (see `decode.rs` and `encode.rs`).
+//! call): decoding makes one per frame (`decode.rs` says why), encoding
+//! keeps one per thread (`encode.rs`).
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, c_int, c_void};
