@@ -19,6 +19,10 @@ made (default target/bench-dirs/):
   (simplejpeg, fastdct + fastupsample), on the same 512 frames the Rust bench
   decodes, and read + decode of every frame through `read_frames`.
 
+`bench-real --dir D` times, on a gulpio2-made directory of real video frames
+(scripts/compare.sh makes one), `GulpDirectory[id]` read + decode of every
+item and `jpeg_bytes_to_img` on the same frames held in memory.
+
 Each throughput figure is the best of several passes (the machine may be
 shared). With `--json` the figures are also printed as one JSON object on the
 last line (what scripts/compare.sh reads). `make-jpeg` writes the photo-like 176x100 JPEG the Rust benches use
@@ -198,6 +202,37 @@ def bench(args):
         print(json.dumps(res))
 
 
+def bench_real(args):
+    """gulpio2 on a directory of real frames (what compare.sh's decode rows
+    compare with): `GulpDirectory[id]` read + decode of every item on one
+    process, and its decoder alone on the same frames held in memory."""
+    gulp = GulpDirectory(args.dir)
+    ids = list(gulp.merged_meta_dict)
+    raw = GulpDirectory(args.dir, jpeg_decoder=identity)
+    frames = [f for id_ in ids for f in raw[id_][0]]
+    n = len(frames)
+    pixels = sum(img.shape[0] * img.shape[1] for img in map(jpeg_bytes_to_img, frames))
+
+    def read_decode():
+        for id_ in ids:
+            gulp[id_]
+
+    rd = best_rate(read_decode, n, min_seconds=0, min_passes=args.passes)
+    dec = best_rate(lambda: [jpeg_bytes_to_img(f) for f in frames], n,
+                    min_seconds=0, min_passes=args.passes)
+    res = {"dir": args.dir, "items": len(ids), "frames": n,
+           "mean_frame_bytes": sum(map(len, frames)) / n, "mean_megapixels": pixels / n / 1e6,
+           "read_decode_1_frames_per_s": rd, "decode_1_frames_per_s": dec}
+    print(f"{len(ids)} items, {n} frames, mean {pixels / n / 1e6:.2f} MP, "
+          f"{res['mean_frame_bytes'] / 1e3:.1f} kB")
+    print(f"read + decode 1 process (GulpDirectory[id]): {rd:,.1f} frames/s")
+    print(f"decode 1 process, frames in memory (jpeg_bytes_to_img): {dec:,.1f} frames/s")
+    if args.json:
+        import json
+
+        print(json.dumps(res))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -209,6 +244,12 @@ def main():
     b.add_argument("--json", action="store_true",
                    help="also print the figures as one JSON object (last line)")
     b.set_defaults(fn=bench)
+    r = sub.add_parser("bench-real", help="time gulpio2's read + decode on one directory")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--passes", type=int, default=3, help="the best pass counts")
+    r.add_argument("--json", action="store_true",
+                   help="also print the figures as one JSON object (last line)")
+    r.set_defaults(fn=bench_real)
     m = sub.add_parser("make-jpeg", help="write the photo-like bench JPEG")
     m.add_argument("out")
     m.add_argument("--size", default="176x100", help="WIDTHxHEIGHT")

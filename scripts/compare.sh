@@ -6,18 +6,25 @@
 #   scripts/compare.sh
 #
 # Steps (each prints its wall time; the total is in the report):
-#   1. scripts/deps.sh (ffmpeg, libturbojpeg, the .venv with gulpio2; not
+#   1. scripts/deps.sh (ffmpeg, cmake and nasm, the .venv with gulpio2; not
 #      cargo-nextest) and scripts/bench-corpus.sh (real media, built once);
-#   2. release builds of gulp, default (pure-Rust JPEG encoder) and with
-#      --features turbojpeg (libjpeg-turbo), plus the make_bench_dir and
-#      open_phases examples, all in target/compare (target/release is left
-#      alone); the two binaries are copied to target/compare/bin/;
+#   2. release builds of gulp, default (libjpeg-turbo built in) and pure Rust
+#      (--no-default-features: zune-jpeg, jpeg-encoder), plus the
+#      make_bench_dir, open_phases and bare_turbo examples, all in
+#      target/compare (target/release is left alone); the two binaries are
+#      copied to target/compare/bin/ as gulp-default and gulp-pure;
 #   3. ingest (scripts/bench_gulpio2_ingest.py, nproc workers, the same items
 #      per chunk): JPEG folders, videos at 8 fps, at 8 fps and short edge 256,
-#      an image folder; gulpio2 and the turbojpeg build, then the default
+#      an image folder; gulpio2 and the default build, then the pure-Rust
 #      build alone; per task and side, timed runs without the memory sampler
 #      (speed: the fastest), then one run with it (peak memory);
-#   4. reads on directories made by make_bench_dir (read-2000x8 and 200,000
+#   4a. decoding real frames: gulpio2 ingests the videos at 8 fps once
+#      (target/compare/real-8fps, kept); on it, `gulp bench` on 1 thread
+#      (full size, --scale 1/2, --crop 224x224, --codec zune), on 2 threads,
+#      the bare_turbo example (a bare libjpeg-turbo loop over the frames in
+#      memory, full and 1/2) and bench_gulpio2_io.py bench-real (gulpio2's
+#      GulpDirectory[id] read + decode); the best of 3 runs each;
+#   4b. reads on directories made by make_bench_dir (read-2000x8 and 200,000
 #      items in JSON and msgpack meta, ~1.7 GB in all, kept in
 #      target/compare/bench-dirs for the next run): `gulp bench` raw, decode
 #      on 1 thread and on all, the open_phases example's GulpDirectory::open;
@@ -29,14 +36,14 @@
 # Environment: COMPARE_WORKERS (default nproc), COMPARE_INGEST_REPEAT (2),
 # COMPARE_SHORT_REPEAT (5: runs per side of the JPEG-folder and image-folder
 # tasks, whose gulp runs take 0.1-0.4 s and move most with the load),
-# COMPARE_SKIP_DEFAULT_BUILD_INGEST=1 skips the default build's ingest runs.
+# COMPARE_SKIP_PURE_BUILD_INGEST=1 skips the pure-Rust build's ingest runs.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 case "${1:-}" in
     "") ;;
-    -h | --help) sed -n '2,32p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,39p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
 
@@ -63,12 +70,13 @@ scripts/bench-corpus.sh
 phase_end setup
 
 phase_start build
-cargo build --release -q -p gulp-cli --target-dir "$CT"
 mkdir -p "$BIN"
+cargo build --release -q -p gulp-cli --no-default-features --target-dir "$CT"
+cp "$CT/release/gulp" "$BIN/gulp-pure"
+cargo build --release -q -p gulp-cli --target-dir "$CT"
 cp "$CT/release/gulp" "$BIN/gulp-default"
-cargo build --release -q -p gulp-io --example make_bench_dir --example open_phases --target-dir "$CT"
-cargo build --release -q -p gulp-cli --features turbojpeg --target-dir "$CT"
-cp "$CT/release/gulp" "$BIN/gulp-turbo"
+cargo build --release -q -p gulp-io --example make_bench_dir --example open_phases \
+    --example bare_turbo --target-dir "$CT"
 phase_end build
 
 rm -rf "$RES"
@@ -80,16 +88,40 @@ ingest() {
         --tasks csv-jpeg,json-8fps,json-8fps-256,image-folder \
         --gulp-chunk-option=--videos-per-chunk --work-dir "$CT/ingest-out" "$@"
 }
-ingest --gulp-bin "$BIN/gulp-turbo" --json-out "$RES/ingest-turbo.jsonl" >"$RES/ingest-turbo.out" ||
-    log "some ingest runs FAILED (see $RES/ingest-turbo.out); the table leaves them out"
-tail -n 20 "$RES/ingest-turbo.out" >&2
-if [ -z "${COMPARE_SKIP_DEFAULT_BUILD_INGEST:-}" ]; then
-    ingest --skip-gulpio2 --gulp-bin "$BIN/gulp-default" --json-out "$RES/ingest-default.jsonl" \
-        >"$RES/ingest-default.out" ||
-        log "some ingest runs FAILED (see $RES/ingest-default.out); the table leaves them out"
-    tail -n 8 "$RES/ingest-default.out" >&2
+ingest --gulp-bin "$BIN/gulp-default" --json-out "$RES/ingest-default.jsonl" >"$RES/ingest-default.out" ||
+    log "some ingest runs FAILED (see $RES/ingest-default.out); the table leaves them out"
+tail -n 20 "$RES/ingest-default.out" >&2
+if [ -z "${COMPARE_SKIP_PURE_BUILD_INGEST:-}" ]; then
+    ingest --skip-gulpio2 --gulp-bin "$BIN/gulp-pure" --json-out "$RES/ingest-pure.jsonl" \
+        >"$RES/ingest-pure.out" ||
+        log "some ingest runs FAILED (see $RES/ingest-pure.out); the table leaves them out"
+    tail -n 8 "$RES/ingest-pure.out" >&2
 fi
 phase_end ingest
+
+phase_start decode-real
+REAL="$CT/real-8fps"
+if [ ! -f "$REAL.done" ]; then
+    rm -rf "$REAL" "$CT/real-work"
+    "$PY" scripts/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat 1 --memory-runs 0 \
+        --tasks json-8fps --keep --work-dir "$CT/real-work" >"$RES/real-ingest.out"
+    mv "$CT/real-work/gulpio2-json-8fps" "$REAL"
+    rm -rf "$CT/real-work"
+    touch "$REAL.done"
+fi
+cat "$REAL"/* >/dev/null # warm the page cache
+for i in 1 2 3; do
+    "$BIN/gulp-default" bench "$REAL" --threads 1 --json >>"$RES/real-gulp-1.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 1 --scale 1/2 --json >>"$RES/real-gulp-1-half.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 1 --crop 224x224 --json >>"$RES/real-gulp-1-crop.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 1 --codec zune --json >>"$RES/real-gulp-1-zune.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 2 --json >>"$RES/real-gulp-2.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 2 --scale 1/2 --json >>"$RES/real-gulp-2-half.json"
+done
+"$CT/release/examples/bare_turbo" "$REAL" --passes 3 --json | tee "$RES/real-bare.json" >&2
+"$CT/release/examples/bare_turbo" "$REAL" --passes 3 --scale 1/2 --json | tee "$RES/real-bare-half.json" >&2
+"$PY" scripts/bench_gulpio2_io.py bench-real --dir "$REAL" --json | tee "$RES/real-gulpio2.json" >&2
+phase_end decode-real
 
 phase_start bench-dirs
 make_dir() { # name, make_bench_dir arguments...
@@ -124,7 +156,7 @@ phase_end reads
 
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
 TOTAL=$((SECONDS - T_ALL))
-phases_json="$(for k in setup build ingest bench-dirs reads; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
+phases_json="$(for k in setup build ingest decode-real bench-dirs reads; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
 "$PY" - "$RES/meta.json" <<EOF
 import json, os, platform, subprocess, sys
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")

@@ -2,10 +2,16 @@
 """Makes the gulp vs gulpio2 table of scripts/compare.sh from the files its
 steps wrote into one results directory:
 
-  ingest-turbo.jsonl     bench_gulpio2_ingest.py, gulpio2 and gulp built with
-                         --features turbojpeg (libjpeg-turbo encoder)
-  ingest-default.jsonl   the same tasks, gulp's default build only (pure-Rust
-                         encoder); optional
+  ingest-default.jsonl   bench_gulpio2_ingest.py, gulpio2 and gulp's default
+                         build (libjpeg-turbo built in)
+  ingest-pure.jsonl      the same tasks, gulp's pure-Rust build only
+                         (--no-default-features: jpeg-encoder); optional
+  real-gulp-*.json       `gulp bench --json` on the gulpio2-made directory of
+                         real frames (1 and 2 threads, --scale 1/2, --crop,
+                         --codec zune; several runs each, the best is taken)
+  real-bare.json, real-bare-half.json
+                         the bare_turbo example (a bare libjpeg-turbo loop)
+  real-gulpio2.json      bench_gulpio2_io.py bench-real --json (last line)
   gulp-raw.json, gulp-decode-1.json, gulp-decode-all.json
                          `gulp bench --json` (several runs each, one JSON
                          object per run; the best is taken)
@@ -70,11 +76,53 @@ def fmt_rate(v):
     return "-" if v is None else f"{v:,.0f} frames/s"
 
 
+def real_rows(res, ratio_row, gulp_best, last_json):
+    """Decoding rows on the gulpio2-made directory of real frames."""
+    if not os.path.exists(os.path.join(res, "real-gulpio2.json")):
+        return
+    g2 = last_json("real-gulpio2.json")
+    bare, bare_half = last_json("real-bare.json"), last_json("real-bare-half.json")
+    one, half, crop, zune, two, two_half = (
+        gulp_best(f"real-gulp-{n}.json") for n in ("1", "1-half", "1-crop", "1-zune", "2", "2-half"))
+    what = (f"{g2['items']} items, {g2['frames']:,} frames, mean {g2['mean_megapixels']:.2f} MP, "
+            f"{g2['mean_frame_bytes'] / 1e3:.0f} kB")
+    g2_rd = g2["read_decode_1_frames_per_s"]
+
+    def rate(r):
+        return f"{r['frames_per_s']:,.0f} frames/s, {r['megapixels_per_s']:,.0f} MP/s"
+
+    ratio_row(f"Real frames ({what}): read + decode, 1 thread",
+              rate(one), f"{g2_rd:,.0f} frames/s (GulpDirectory[id])",
+              one["frames_per_s"] / g2_rd, "≥ 1.2×", 1.2)
+    ratio_row("Real frames: gulp read + decode, 1 thread ÷ bare libjpeg-turbo loop "
+              "(fast DCT, frames in memory)",
+              rate(one), f"bare loop: {bare['frames_per_s']:,.0f} frames/s",
+              one["frames_per_s"] / bare["frames_per_s"], "≥ 0.95×", 0.95)
+    ratio_row("Real frames: read + decode at 1/2 scale, 1 thread (gulpio2: full size)",
+              rate(half), f"{g2_rd:,.0f} frames/s",
+              half["frames_per_s"] / g2_rd, "≥ 1.8×", 1.8)
+    ratio_row("Real frames: gulp at 1/2 scale ÷ bare libjpeg-turbo loop at 1/2",
+              rate(half), f"bare loop: {bare_half['frames_per_s']:,.0f} frames/s",
+              half["frames_per_s"] / bare_half["frames_per_s"])
+    ratio_row("Real frames: 2 threads ÷ 1 thread, full size (gulp alone)",
+              rate(two), rate(one) + " (gulp, 1 thread)",
+              two["frames_per_s"] / one["frames_per_s"], "≥ 1.8×", 1.8)
+    ratio_row("Real frames: 2 threads ÷ 1 thread, 1/2 scale (gulp alone)",
+              rate(two_half), rate(half) + " (gulp, 1 thread)",
+              two_half["frames_per_s"] / half["frames_per_s"])
+    ratio_row("Real frames: centred 224×224 crop, 1 thread (gulpio2: full size)",
+              rate(crop), f"{g2_rd:,.0f} frames/s", crop["frames_per_s"] / g2_rd)
+    ratio_row("Real frames: zune-jpeg (the pure-Rust codec), 1 thread",
+              rate(zune), f"{g2_rd:,.0f} frames/s", zune["frames_per_s"] / g2_rd)
+    ratio_row("Real frames: gulpio2's decoder alone on the frames in memory, 1 process",
+              "-", f"{g2['decode_1_frames_per_s']:,.0f} frames/s (jpeg_bytes_to_img)", None)
+
+
 def main():
     res, out_md = sys.argv[1], sys.argv[2]
     meta = json.load(open(os.path.join(res, "meta.json")))
-    turbo = best_ingest(os.path.join(res, "ingest-turbo.jsonl"))
-    default = best_ingest(os.path.join(res, "ingest-default.jsonl"))
+    turbo = best_ingest(os.path.join(res, "ingest-default.jsonl"))
+    default = best_ingest(os.path.join(res, "ingest-pure.jsonl"))
     rows = []  # task, gulp, gulpio2, ratio, target, met
 
     def ratio_row(task, gulp, gulpio2, ratio, target=None, need=None, higher_is_better=True):
@@ -95,7 +143,7 @@ def main():
         ("json-8fps-256", "Ingest videos at 8 fps, short edge 256", "≥ 3×", 3),
         ("image-folder", "Ingest image folder", None, None),
     ]
-    for builds, label in ((turbo, "libjpeg-turbo encoder"), (default, "pure-Rust encoder")):
+    for builds, label in ((turbo, "default build"), (default, "pure-Rust build")):
         for task, name, target, need in ingest_tasks:
             g = builds.get((task, "gulp"))
             p = turbo.get((task, "gulpio2"))
@@ -108,7 +156,7 @@ def main():
                       "-" if p is None else f"{pr:,.0f} frames/s ({p['wall_s']:.1f} s, {cpu(p):.1f} CPU s)",
                       gr / pr if g and p else None, target, need)
     # Peak memory: the largest peak tree PSS over the ingest tasks (turbo run).
-    for builds, label in ((turbo, "libjpeg-turbo encoder"), (default, "pure-Rust encoder")):
+    for builds, label in ((turbo, "default build"), (default, "pure-Rust build")):
         g = [r for (t, i), r in builds.items() if i == "gulp" and r["peak_tree_pss_mb"]]
         p = [r for (t, i), r in turbo.items() if i == "gulpio2" and r["peak_tree_pss_mb"]]
         if not g:
@@ -123,11 +171,15 @@ def main():
             "gulp ≤ 300 MB",
             "met" if gm["peak_tree_pss_mb"] <= 300 else "**not met**"))
 
-    io = json.loads(open(os.path.join(res, "gulpio2-io.json")).read().strip().splitlines()[-1])
+    def last_json(name):
+        return json.loads(open(os.path.join(res, name)).read().strip().splitlines()[-1])
 
     def gulp_best(name):
         runs = read_json_objects(os.path.join(res, name))
         return max(runs, key=lambda r: r["frames_per_s"])
+
+    real_rows(res, ratio_row, gulp_best, last_json)
+    io = last_json("gulpio2-io.json")
 
     raw, dec1, decn = (gulp_best(f"gulp-{n}.json") for n in ("raw", "decode-1", "decode-all"))
     ratio_row("Raw reads, all frames (gulp: all threads; gulpio2: read_frames, 1 process)",

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
@@ -11,8 +12,8 @@ use serde::Serialize;
 use crate::Outcome;
 use crate::cli::{BenchArgs, CodecArg, DctArg};
 
-/// Frames handed to the threads at a time.
-const FRAMES_PER_THREAD: usize = 64;
+/// Frames a thread takes at a time.
+const FRAMES_PER_TAKE: usize = 4;
 /// The raw pass touches one byte per page, which makes the kernel read the
 /// page in without spending time on the bytes themselves.
 const PAGE: usize = 4096;
@@ -66,6 +67,9 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let bar = super::progress("frames");
     let start = Instant::now();
     let mut total = Tally::default();
+    // One output buffer per thread for the whole run, reused frame after
+    // frame, as a training loop decodes into its batch.
+    let mut buffers = vec![Vec::new(); threads.max(1)];
     for index in 0..gulp.chunks().len() {
         let reader = gulp.reader(index)?;
         let mut frames: Vec<Cow<'_, [u8]>> = Vec::with_capacity(reader.meta().n_frames());
@@ -74,11 +78,8 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                 frames.push(reader.read(id, k, fi)?);
             }
         }
-        for batch in frames.chunks(threads * FRAMES_PER_THREAD) {
-            let tally = process(batch, threads, decode.then_some(&how));
-            bar.inc(tally.frames);
-            total.add(&tally);
-        }
+        let tally = process(&frames, &mut buffers, decode.then_some(&how), &bar);
+        total.add(&tally);
     }
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
@@ -208,40 +209,51 @@ impl Decode {
     }
 }
 
-/// Reads (and decodes, when `decode` says how) a batch of frames on
-/// `threads` threads. Each thread decodes into one buffer, reused, as a
-/// training loop decodes into its batch.
-fn process(batch: &[Cow<'_, [u8]>], threads: usize, decode: Option<&Decode>) -> Tally {
-    let one = |frames: &[Cow<'_, [u8]>]| {
+/// Reads (and decodes, when `decode` says how) `frames` on one thread per
+/// buffer of `buffers`: each thread takes the next few frames until none
+/// are left, and decodes into its own buffer.
+fn process(
+    frames: &[Cow<'_, [u8]>],
+    buffers: &mut [Vec<u8>],
+    decode: Option<&Decode>,
+    bar: &indicatif::ProgressBar,
+) -> Tally {
+    let next = AtomicUsize::new(0);
+    let work = |buf: &mut Vec<u8>| {
         let mut tally = Tally::default();
-        let mut buf = Vec::new();
-        for jpeg in frames {
-            tally.frames += 1;
-            tally.bytes += jpeg.len() as u64;
-            if let Some(how) = decode {
-                match how.frame(jpeg, &mut buf) {
-                    Ok(pixels) => tally.pixels += pixels,
-                    Err(_) => tally.failed += 1,
+        loop {
+            let first = next.fetch_add(FRAMES_PER_TAKE, Ordering::Relaxed);
+            let Some(part) = frames.get(first..(first + FRAMES_PER_TAKE).min(frames.len())) else {
+                break;
+            };
+            for jpeg in part {
+                tally.frames += 1;
+                tally.bytes += jpeg.len() as u64;
+                if let Some(how) = decode {
+                    match how.frame(jpeg, buf) {
+                        Ok(pixels) => tally.pixels += pixels,
+                        Err(_) => tally.failed += 1,
+                    }
+                } else {
+                    let sum = jpeg
+                        .iter()
+                        .step_by(PAGE)
+                        .map(|&b| u64::from(b))
+                        .sum::<u64>();
+                    tally.touched = tally.touched.wrapping_add(sum);
                 }
-            } else {
-                let sum = jpeg
-                    .iter()
-                    .step_by(PAGE)
-                    .map(|&b| u64::from(b))
-                    .sum::<u64>();
-                tally.touched = tally.touched.wrapping_add(sum);
             }
+            bar.inc(part.len() as u64);
         }
         tally
     };
-    let per = batch.len().div_ceil(threads.max(1)).max(1);
-    if threads <= 1 || batch.len() <= per {
-        return one(batch);
+    if let [buf] = buffers {
+        return work(buf);
     }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = batch
-            .chunks(per)
-            .map(|part| scope.spawn(move || one(part)))
+        let handles: Vec<_> = buffers
+            .iter_mut()
+            .map(|buf| scope.spawn(|| work(buf)))
             .collect();
         let mut total = Tally::default();
         for handle in handles {
