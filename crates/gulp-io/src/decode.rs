@@ -370,6 +370,93 @@ pub fn decode_jpeg_with(jpeg: &[u8], options: &DecodeOptions) -> Result<Image> {
     })
 }
 
+/// One JPEG frame whose header is read once, then decoded any number of
+/// times (the usual order in a training loop: read the header, choose a
+/// scale and a crop from the stored size, decode into the batch). With
+/// libjpeg-turbo the frame keeps its own decompressor, so the header is
+/// parsed once and the decoding costs what a bare TurboJPEG loop costs;
+/// with zune-jpeg it is [`read_header`] then [`decode_jpeg_into`].
+///
+/// ```
+/// # fn main() -> gulp_io::Result<()> {
+/// # let jpeg = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/noise-24x16.jpg")).unwrap();
+/// use gulp_io::{Crop, DecodeOptions, JpegFrame};
+/// let mut frame = JpegFrame::new(&jpeg, DecodeOptions::default().codec)?;
+/// let (w, h) = (frame.header().width, frame.header().height);
+/// let options = DecodeOptions {
+///     crop: Some(Crop { x: w / 4, y: h / 4, width: w / 2, height: h / 2 }),
+///     ..DecodeOptions::default()
+/// };
+/// let mut batch = vec![0u8; 2 * (w / 2) * (h / 2) * 3];
+/// let shape = frame.decode_into(&options, &mut batch[..])?;
+/// assert_eq!((shape.width, shape.height, shape.channels), (w / 2, h / 2, 3));
+/// # Ok(())
+/// # }
+/// ```
+pub struct JpegFrame<'a> {
+    jpeg: &'a [u8],
+    codec: Codec,
+    header: JpegHeader,
+    /// libjpeg-turbo's handle with this frame's header, until a decoding
+    /// fails (a failed handle is left mid-stream; later decodings of the
+    /// frame get fresh ones).
+    opened: Option<turbo::Opened>,
+}
+
+impl std::fmt::Debug for JpegFrame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JpegFrame")
+            .field("bytes", &self.jpeg.len())
+            .field("codec", &self.codec)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> JpegFrame<'a> {
+    /// Reads the header of `jpeg` with `codec`.
+    pub fn new(jpeg: &'a [u8], codec: Codec) -> Result<JpegFrame<'a>> {
+        match codec {
+            Codec::LibjpegTurbo => {
+                let (opened, header) = turbo::open(jpeg)?;
+                Ok(JpegFrame {
+                    jpeg,
+                    codec,
+                    header,
+                    opened: Some(opened),
+                })
+            }
+            Codec::Zune => Ok(JpegFrame {
+                jpeg,
+                codec,
+                header: zune::header(jpeg)?,
+                opened: None,
+            }),
+        }
+    }
+
+    /// What the header says.
+    pub fn header(&self) -> &JpegHeader {
+        &self.header
+    }
+
+    /// Decodes the frame into `out` as [`decode_jpeg_into`] does (`options`
+    /// with another codec than the frame's decode with that codec).
+    pub fn decode_into(&mut self, options: &DecodeOptions, out: &mut [u8]) -> Result<Shape> {
+        if options.codec != self.codec {
+            return decode_jpeg_into(self.jpeg, options, out);
+        }
+        let Some(opened) = self.opened.as_mut() else {
+            return decode_jpeg_into(self.jpeg, options, out);
+        };
+        let result = turbo::decode_opened(opened, self.jpeg, options, out);
+        if result.is_err() {
+            self.opened = None;
+        }
+        result
+    }
+}
+
 /// Decodes one JPEG as gulpio2 does, to the colour type `mode`.
 pub fn decode_jpeg(jpeg: &[u8], mode: ColorMode) -> Result<Image> {
     decode_jpeg_with(
@@ -680,6 +767,47 @@ mod turbo {
     ) -> Result<Shape> {
         with_handle(|handle| {
             let raw = read(handle, jpeg, options.strict)?;
+            decode_read(handle, &raw, jpeg, options, out)
+        })
+    }
+
+    /// A frame on its own handle, its header read once: what
+    /// [`JpegFrame`](super::JpegFrame) keeps.
+    pub(super) struct Opened {
+        handle: Handle,
+        raw: tj::RawHeader,
+    }
+
+    pub(super) fn open(jpeg: &[u8]) -> Result<(Opened, JpegHeader)> {
+        let mut handle = Handle::decompressor().map_err(|e| fail(e.message))?;
+        let raw = read(&mut handle, jpeg, false)?;
+        let header = JpegHeader {
+            width: raw.width,
+            height: raw.height,
+            gray: raw.colorspace == tj::CS_GRAY,
+        };
+        Ok((Opened { handle, raw }, header))
+    }
+
+    pub(super) fn decode_opened(
+        opened: &mut Opened,
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        out: &mut [u8],
+    ) -> Result<Shape> {
+        decode_read(&mut opened.handle, &opened.raw, jpeg, options, out)
+    }
+
+    /// Decodes `jpeg`, whose header `raw` was read last on `handle`.
+    fn decode_read(
+        handle: &mut Handle,
+        raw: &tj::RawHeader,
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        out: &mut [u8],
+    ) -> Result<Shape> {
+        {
+            let raw = *raw;
             if is_cmyk(&raw) && matches!(options.scale, Scale::Full | Scale::Eighths(8)) {
                 // libjpeg-turbo decodes CMYK only to CMYK; zune-jpeg converts.
                 return zune::decode_into(jpeg, options, out);
@@ -768,7 +896,7 @@ mod turbo {
                 })?;
             }
             Ok(shape)
-        })
+        }
     }
 }
 
@@ -784,6 +912,21 @@ mod turbo {
 
     pub(super) fn decode_into(_: &[u8], _: &DecodeOptions, _: &mut [u8]) -> Result<Shape> {
         Err(fail(MISSING))
+    }
+
+    pub(super) enum Opened {}
+
+    pub(super) fn open(_: &[u8]) -> Result<(Opened, JpegHeader)> {
+        Err(fail(MISSING))
+    }
+
+    pub(super) fn decode_opened(
+        opened: &mut Opened,
+        _: &[u8],
+        _: &DecodeOptions,
+        _: &mut [u8],
+    ) -> Result<Shape> {
+        match *opened {}
     }
 }
 

@@ -49,9 +49,9 @@ mod turbo;
 mod writer;
 
 pub use crate::decode::{
-    Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegHeader,
-    MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch, decode_jpeg,
-    decode_jpeg_into, decode_jpeg_with, read_header, scaled,
+    Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegFrame,
+    JpegHeader, MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch,
+    decode_jpeg, decode_jpeg_into, decode_jpeg_with, read_header, scaled,
 };
 pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
 #[cfg(feature = "turbojpeg")]

@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
 use gulp_io::{
-    Codec, ColorMode, Crop, Dct, DecodeOptions, ErrorKind, Image, Scale, Shape, Subsampling,
-    Upsampling, decode_jpeg_into, decode_jpeg_with, encode_jpeg, read_header, scaled,
+    Codec, ColorMode, Crop, Dct, DecodeOptions, ErrorKind, Image, JpegFrame, Scale, Shape,
+    Subsampling, Upsampling, decode_jpeg_into, decode_jpeg_with, encode_jpeg, read_header, scaled,
 };
 
 /// A frame with what makes real ones hard: smooth gradients, hard edges
@@ -456,5 +456,64 @@ fn lenient_decoding_writes_the_whole_output() {
                 assert!(buf == first.pixels, "{codec:?} {sub:?} cut at {cut}");
             }
         }
+    }
+}
+
+/// A `JpegFrame` (header read once, then decoded on the same handle, any
+/// number of times) gives what `decode_jpeg_into` gives, for every kind of
+/// frame, scale and crop, and a damaged one fails the same way each time.
+#[test]
+fn a_frame_opened_once_decodes_as_the_one_call_api() {
+    for (name, jpeg, _, _) in frames() {
+        for codec in [Codec::LibjpegTurbo, Codec::Zune] {
+            let mut frame = JpegFrame::new(&jpeg, codec).unwrap();
+            assert_eq!(*frame.header(), read_header(&jpeg, codec).unwrap());
+            let scales: &[Scale] = if codec == Codec::Zune {
+                &[Scale::Full]
+            } else {
+                &[Scale::Full, Scale::Eighths(4), Scale::ShortEdge(5)]
+            };
+            for &scale in scales {
+                let (sw, sh) = frame.header().scaled_size(&DecodeOptions {
+                    codec,
+                    scale,
+                    ..DecodeOptions::default()
+                });
+                for crop in [
+                    None,
+                    Some(Crop {
+                        x: sw / 3,
+                        y: sh / 4,
+                        width: sw - sw / 3,
+                        height: (sh / 2).max(1),
+                    }),
+                ] {
+                    let options = DecodeOptions {
+                        codec,
+                        scale,
+                        crop,
+                        ..DecodeOptions::default()
+                    };
+                    let want = decode(&jpeg, &options);
+                    for _ in 0..2 {
+                        let mut out = vec![9u8; want.pixels.len()];
+                        let shape = frame.decode_into(&options, &mut out).unwrap();
+                        assert_eq!(shape.len(), out.len());
+                        assert!(out == want.pixels, "{name} {codec:?} {scale:?} {crop:?}");
+                    }
+                }
+            }
+        }
+    }
+    let pixels = picture(64, 48, 3, 8);
+    let jpeg = encode_jpeg(&pixels, (64, 48), 3, 90, Subsampling::S420).unwrap();
+    let short = &jpeg[..jpeg.len() / 2];
+    let mut frame = JpegFrame::new(short, Codec::LibjpegTurbo).unwrap();
+    let mut out = vec![0u8; 64 * 48 * 3];
+    for _ in 0..2 {
+        let err = frame
+            .decode_into(&DecodeOptions::default(), &mut out)
+            .unwrap_err();
+        assert!(err.to_string().contains("Premature end"), "{err}");
     }
 }

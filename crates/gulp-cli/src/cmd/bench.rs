@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use gulp_io::{Codec, Crop, Dct, DecodeOptions, Scale, decode_jpeg_into, read_header};
+use gulp_io::{Codec, Crop, Dct, DecodeOptions, JpegFrame, Scale};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -189,7 +189,9 @@ impl Decode {
     /// Decodes one frame into `buf` (grown, never shrunk); the pixels.
     fn frame(&self, jpeg: &[u8], buf: &mut Vec<u8>) -> gulp_io::Result<u64> {
         let mut options = self.options;
-        let header = read_header(jpeg, options.codec)?;
+        // The header is read once; libjpeg-turbo decodes on the same handle.
+        let mut frame = JpegFrame::new(jpeg, options.codec)?;
+        let header = *frame.header();
         if let Some((w, h)) = self.crop {
             let (sw, sh) = header.scaled_size(&options);
             let (w, h) = (w.min(sw), h.min(sh));
@@ -204,7 +206,7 @@ impl Decode {
         if buf.len() < len {
             buf.resize(len, 0);
         }
-        let shape = decode_jpeg_into(jpeg, &options, buf)?;
+        let shape = frame.decode_into(&options, buf)?;
         Ok((shape.width * shape.height) as u64)
     }
 }
