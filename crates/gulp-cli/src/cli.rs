@@ -257,9 +257,14 @@ pub struct IngestArgs {
     /// Stop at the first item that fails instead of skipping it.
     #[arg(long)]
     pub strict: bool,
-    /// Print nothing but errors.
+    /// No progress bar and no summary; what was skipped, recovered or
+    /// warned about is still named on stderr, one line each.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also write the run's report as JSON to FILE (the counts, the chunks,
+    /// and every skipped item with its error), in every mode.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 /// Arguments of `gulp check`.

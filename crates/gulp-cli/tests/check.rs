@@ -392,3 +392,34 @@ fn fixture_with_a_damaged_copy() {
     let report = check(&dir, &[], 1);
     assert_line(&report, &parts(&at(&dir, "data_0.gulp", "x", 1, fi.loc)));
 }
+
+/// 300 zero bytes over the middle of a real frame's scan data, markers
+/// intact: the records are fine, so only `--decode` sees it, and strict
+/// decoding (libjpeg-turbo's corrupt-data warning is an error) reports it
+/// with the id, the frame and the offset.
+#[cfg(feature = "turbojpeg")]
+#[test]
+fn scan_data_overwritten_mid_stream_needs_strict_decode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (w, h) = (320, 240);
+    let pixels: Vec<u8> = (0..w * h * 3)
+        .map(|i| ((i * 31 + (i / 960) * 7) % 251) as u8)
+        .collect();
+    let jpeg = gulp_io::encode_jpeg(&pixels, (w, h), 3, 90, gulp_io::Subsampling::S444).unwrap();
+    let mut writer = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
+    writer
+        .append("clip", Value::Null, [&jpeg, &jpeg, &jpeg])
+        .unwrap();
+    writer.finish().unwrap();
+    check(dir, &["--decode"], 0);
+    let fi = frame_info(dir, 0, "clip", 1);
+    let middle = fi.loc + fi.jpeg_len().unwrap() / 2;
+    patch(&dir.join("data_0.gulp"), middle, &[0; 300]);
+    check(dir, &[], 0);
+    let report = check(dir, &["--decode"], 1);
+    let mut want = at(dir, "data_0.gulp", "clip", 1, fi.loc);
+    want.push("cannot decode JPEG".into());
+    assert_line(&report, &parts(&want));
+    assert!(report.contains("2 frames decoded"), "{report}");
+}

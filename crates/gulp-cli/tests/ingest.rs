@@ -430,6 +430,46 @@ fn ingest_errors() {
         "{err}"
     );
     assert_eq!(ids(&out), ["a"]);
+    // --quiet drops the progress and the summary, never the loss: the
+    // skipped item is still named on stderr, and --report lists it.
+    let quiet_out = t.join("quiet");
+    let report = t.join("report.json");
+    let a = gulp()
+        .args([
+            "ingest",
+            "20bn-csv-jpeg",
+            s(&t.join("l.csv")),
+            s(&frames),
+            s(&quiet_out),
+            "--quiet",
+            "--report",
+            s(&report),
+        ])
+        .assert()
+        .code(0);
+    let out_text = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(out_text.is_empty(), "{out_text}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("skipped: id \"b\"") && err.contains("truncated JPEG"),
+        "{err}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["items"], 1);
+    assert_eq!(json["frames"], 1);
+    assert_eq!(json["chunks"], serde_json::json!([0]));
+    let skipped = json["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{json}");
+    assert_eq!(skipped[0]["id"], "b");
+    assert_eq!(skipped[0]["index"], 1);
+    let error = skipped[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("truncated JPEG") && error.contains("b/1.jpg"),
+        "{error}"
+    );
+    assert!(!t.join(".report.json.partial").exists());
+    assert_eq!(ids(&quiet_out), ["a"]);
 }
 
 /// A dataset big enough that an ingest takes a while: 24 items of 5 frames

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use gulp_ingest::adapters::Dataset;
 use gulp_ingest::{DatasetAdapter, FrameOptions, IngestOptions, IngestReport, Progress, ingest};
+use serde::Serialize;
 
 use crate::Outcome;
 use crate::cli::{IngestArgs, IngestKind};
@@ -65,10 +66,98 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
         bar.finish_and_clear();
     }
     let report = result.with_context(|| format!("ingest into {} stopped", output.display()))?;
+    // Losses are named in every mode: --quiet drops the progress and the
+    // summary only.
+    print_losses(&report)?;
+    if let Some(path) = &args.report {
+        write_report(path, &report, &output, seed)
+            .with_context(|| format!("cannot write the report {}", path.display()))?;
+    }
     if !args.quiet {
         print_summary(&report, &output, seed)?;
     }
     Ok(Outcome::Success)
+}
+
+/// The JSON form of an ingest report (`--report FILE`).
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    output: &'a Path,
+    items: usize,
+    frames: u64,
+    bytes: u64,
+    chunks: &'a [u64],
+    already_present: usize,
+    seconds: f64,
+    shuffle_seed: Option<u64>,
+    skipped: Vec<JsonItem>,
+    warnings: Vec<JsonItem>,
+    recovered: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct JsonItem {
+    /// Position in the dataset's order.
+    index: usize,
+    id: String,
+    error: String,
+}
+
+fn json_items(list: &[gulp_ingest::Skipped]) -> Vec<JsonItem> {
+    list.iter()
+        .map(|s| JsonItem {
+            index: s.index,
+            id: s.id.clone(),
+            error: s.error.to_string(),
+        })
+        .collect()
+}
+
+/// Writes the report next to `path` and renames it into place, so that a
+/// reader never sees half of it.
+fn write_report(
+    path: &Path,
+    report: &IngestReport,
+    output: &Path,
+    seed: Option<u64>,
+) -> Result<()> {
+    let json = JsonReport {
+        output,
+        items: report.items,
+        frames: report.frames,
+        bytes: report.bytes,
+        chunks: &report.chunks,
+        already_present: report.already_present,
+        seconds: report.elapsed.as_secs_f64(),
+        shuffle_seed: seed,
+        skipped: json_items(&report.skipped),
+        warnings: json_items(&report.warnings),
+        recovered: report.recovered.iter().map(ToString::to_string).collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&json)?;
+    text.push('\n');
+    let name = path
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// One line on stderr per item skipped, recovered or warned about.
+fn print_losses(report: &IngestReport) -> Result<()> {
+    let mut err = std::io::stderr().lock();
+    for r in &report.recovered {
+        writeln!(err, "gulp: recovered: {r}")?;
+    }
+    for w in &report.warnings {
+        writeln!(err, "gulp: warning: {w}")?;
+    }
+    for s in &report.skipped {
+        writeln!(err, "gulp: skipped: {s}")?;
+    }
+    Ok(())
 }
 
 fn adapter(kind: IngestKind) -> Result<(Dataset, std::path::PathBuf, IngestArgs)> {
@@ -166,17 +255,6 @@ fn adapter(kind: IngestKind) -> Result<(Dataset, std::path::PathBuf, IngestArgs)
 }
 
 fn print_summary(report: &IngestReport, output: &Path, seed: Option<u64>) -> Result<()> {
-    let mut err = std::io::stderr().lock();
-    for r in &report.recovered {
-        writeln!(err, "gulp: recovered: {r}")?;
-    }
-    for w in &report.warnings {
-        writeln!(err, "gulp: warning: {w}")?;
-    }
-    for s in &report.skipped {
-        writeln!(err, "gulp: skipped: {s}")?;
-    }
-    drop(err);
     let mut out = super::stdout();
     let secs = report.elapsed.as_secs_f64();
     let chunks = match (report.chunks.first(), report.chunks.last()) {
