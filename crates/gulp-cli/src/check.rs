@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use gulp_format::{
     ChunkFile, ChunkMeta, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX,
-    PAD_BYTE, TEMP_PREFIX, parse_chunk_file_name, read_meta,
+    PAD_BYTE, TEMP_PREFIX, data_file_name, meta_file_name, parse_chunk_file_name, read_meta,
 };
 use gulp_io::{ChunkReader, ColorMode, FrameDecoder, Image, ReadMode, decode_batch, decode_jpeg};
 use serde::Serialize;
@@ -51,8 +51,13 @@ pub enum ProblemKind {
     OrphanData,
     /// A meta file without its data file.
     OrphanMeta,
-    /// A temporary file left by an unfinished write.
+    /// A temporary file left by an unfinished write (a note: nothing
+    /// committed is damaged).
     TempFile,
+    /// A commit cut between its two renames: the data file is in place, its
+    /// meta still under the temporary name (a note: `gulp recover` finishes
+    /// it).
+    UnfinishedCommit,
     /// A name gulpio2's `data*.gulp` / `meta*.gmeta` globs pick up but that is
     /// not a chunk file (gulpio2 then fails to open the directory).
     StrayFile,
@@ -175,10 +180,14 @@ pub struct Report {
     pub decoded: usize,
     /// Everything found wrong, chunk by chunk.
     pub problems: Vec<Problem>,
+    /// Leftovers of an interrupted write (temporary files, a commit cut
+    /// between its two renames): nothing committed is damaged, and
+    /// `gulp recover` (or the next ingest) clears them.
+    pub notes: Vec<Problem>,
 }
 
 impl Report {
-    /// Whether no problem was found.
+    /// Whether no problem was found (notes do not count).
     pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
     }
@@ -193,7 +202,7 @@ pub fn check_directory(
     progress: &dyn Fn(u64),
 ) -> std::io::Result<Report> {
     let mut report = Report::default();
-    let chunks = list_chunks(dir, &mut report.problems)?;
+    let chunks = list_chunks(dir, &mut report.problems, &mut report.notes)?;
     report.chunks = chunks.len();
     // id -> meta file of the first chunk that has it.
     let mut seen: HashMap<String, Arc<Path>> = HashMap::new();
@@ -216,6 +225,7 @@ pub fn check_directory(
 fn list_chunks(
     dir: &Path,
     problems: &mut Vec<Problem>,
+    notes: &mut Vec<Problem>,
 ) -> std::io::Result<Vec<(u64, PathBuf, PathBuf)>> {
     let mut data = BTreeMap::new();
     let mut meta = BTreeMap::new();
@@ -232,10 +242,10 @@ fn list_chunks(
             Some(ChunkFile::Meta(n)) => {
                 meta.insert(n, path);
             }
-            None if name.starts_with(TEMP_PREFIX) => others.push(Problem::file(
+            None if name.starts_with(TEMP_PREFIX) => notes.push(Problem::file(
                 ProblemKind::TempFile,
                 &path,
-                "temporary file of an unfinished write (safe to delete)",
+                "temporary file of an unfinished write (`gulp recover` removes it)",
             )),
             None if globbed_by_gulpio2(name) => others.push(Problem::file(
                 ProblemKind::StrayFile,
@@ -248,8 +258,25 @@ fn list_chunks(
     others.sort_by(|a, b| a.file.cmp(&b.file));
     let mut pairs = Vec::new();
     for (n, data_path) in data {
+        let temp_meta = dir.join(format!("{TEMP_PREFIX}{}", meta_file_name(n)));
+        let temp_data = dir.join(format!("{TEMP_PREFIX}{}", data_file_name(n)));
         match meta.remove(&n) {
             Some(meta_path) => pairs.push((n, data_path, meta_path)),
+            // What `gulp_io::recover` rolls forward: the data file renamed,
+            // its meta not yet.
+            None if temp_meta.exists() && !temp_data.exists() => {
+                // One note for the commit, not another for its meta.
+                notes.retain(|n| n.file != temp_meta);
+                notes.push(Problem::file(
+                    ProblemKind::UnfinishedCommit,
+                    &data_path,
+                    format!(
+                        "a commit cut between its two renames (its meta is still {}); \
+                     gulpio2 cannot open the directory until `gulp recover` finishes it",
+                        temp_meta.display()
+                    ),
+                ));
+            }
             None => problems.push(Problem::file(
                 ProblemKind::OrphanData,
                 &data_path,
@@ -265,6 +292,7 @@ fn list_chunks(
         ));
     }
     problems.extend(others);
+    notes.sort_by(|a, b| a.file.cmp(&b.file));
     Ok(pairs)
 }
 

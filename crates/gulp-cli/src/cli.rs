@@ -50,10 +50,25 @@ pub enum Command {
     /// index and the byte offset. Checking goes on after a problem, so all of
     /// them are listed.
     ///
-    /// Exit status: 0 if the directory is clean, 1 if any problem was found,
-    /// 2 if the directory cannot be read at all.
+    /// Leftovers of an interrupted write (temporary files, a commit cut
+    /// between its two renames) are listed as notes, not problems: nothing
+    /// committed is damaged, and `gulp recover` clears them.
+    ///
+    /// Exit status: 0 if the directory is clean (notes allowed), 1 if any
+    /// problem was found, 2 if the directory cannot be read at all.
     #[command(after_help = "Example: gulp check data/train --decode")]
     Check(CheckArgs),
+    /// Clear what an interrupted write left behind.
+    ///
+    /// Does what the next ingest would do first: finishes a commit that was
+    /// cut between its two renames (the data file in place, its complete
+    /// meta still under the temporary name), and removes the temporary files
+    /// of writes that never reached their commit. Nothing committed is
+    /// touched. Afterwards gulpio2 opens the directory again, without
+    /// re-running the ingest. Refused while an ingest is writing into the
+    /// directory.
+    #[command(after_help = "Example: gulp recover data/train")]
+    Recover(RecoverArgs),
     /// Print the meta as JSON, in gulpio2's structure.
     ///
     /// Prints `{id: {"frame_info": [[loc, pad, length], ...], "meta_data":
@@ -294,6 +309,13 @@ pub struct DumpMetaArgs {
     /// Leave out `frame_info`: print `{id: {"meta_data": [...]}}`.
     #[arg(long)]
     pub no_frame_info: bool,
+}
+
+/// Arguments of `gulp recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// The gulp directory.
+    pub dir: PathBuf,
 }
 
 /// Arguments of `gulp info`.

@@ -7,6 +7,7 @@ mod dump_meta;
 mod extract;
 mod info;
 mod ingest;
+mod recover;
 
 use std::io::{BufWriter, StdoutLock, Write};
 use std::num::NonZeroUsize;
@@ -23,6 +24,7 @@ pub fn run(command: Command) -> Result<Outcome> {
     match command {
         Command::Ingest(kind) => ingest::run(kind),
         Command::Check(args) => check::run(&args),
+        Command::Recover(args) => recover::run(&args),
         Command::DumpMeta(args) => dump_meta::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Convert(args) => convert::run(&args),

@@ -423,3 +423,77 @@ fn scan_data_overwritten_mid_stream_needs_strict_decode() {
     assert_line(&report, &parts(&want));
     assert!(report.contains("2 frames decoded"), "{report}");
 }
+
+/// What a killed ingest leaves (temporary files, a commit cut between its
+/// two renames) is listed as notes, exit 0; `gulp recover` finishes the
+/// commit and removes the rest, and the directory is whole again.
+#[test]
+fn leftovers_of_an_interrupted_write_are_notes_and_recover_clears_them() {
+    let tmp = clean_dir();
+    let dir = tmp.path();
+    let before = std::fs::read(dir.join("meta_1.gmeta")).unwrap();
+    // Chunk 1's commit cut after its data rename, and a write that never
+    // reached its commit.
+    std::fs::rename(dir.join("meta_1.gmeta"), dir.join(".gulp-tmp.meta_1.gmeta")).unwrap();
+    std::fs::write(dir.join(".gulp-tmp.data_2.gulp"), b"partial").unwrap();
+    let report = check(dir, &[], 0);
+    assert_line(
+        &report,
+        &[
+            "note: ",
+            &dir.join("data_1.gulp").display().to_string(),
+            "cut between its two renames",
+        ],
+    );
+    assert_line(
+        &report,
+        &["note: ", ".gulp-tmp.data_2.gulp", "temporary file"],
+    );
+    assert!(
+        report.contains("no problems found; 2 leftovers"),
+        "{report}"
+    );
+    let json = check(dir, &["--json"], 0);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["clean"], true);
+    assert_eq!(json["notes"].as_array().unwrap().len(), 2, "{json}");
+    let kinds: Vec<&str> = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["temp-file", "unfinished-commit"], "{json}");
+    // A real orphan (no temporary meta) stays damage.
+    let out = gulp()
+        .arg("recover")
+        .arg(dir)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let said = stdout_of(&out);
+    assert!(
+        said.contains("chunk 1: finished an interrupted commit"),
+        "{said}"
+    );
+    assert!(said.contains(".gulp-tmp.data_2.gulp"), "{said}");
+    assert_eq!(std::fs::read(dir.join("meta_1.gmeta")).unwrap(), before);
+    let report = check(dir, &["--decode"], 0);
+    assert!(
+        report.contains("2 chunks, 3 items, 7 frames") && !report.contains("note"),
+        "{report}"
+    );
+    let out = gulp()
+        .arg("recover")
+        .arg(dir)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    assert!(stdout_of(&out).contains("nothing to recover"));
+    // Without its temporary meta, a data file alone is damage.
+    std::fs::remove_file(dir.join("meta_1.gmeta")).unwrap();
+    let report = check(dir, &[], 1);
+    assert_line(&report, &["data_1.gulp", "data file without its meta file"]);
+}

@@ -561,7 +561,9 @@ fn gulpio2_opens(dir: &Path, trial: usize) {
 /// Kills `gulp ingest` with SIGKILL at random moments, then checks that the
 /// directory opens, that every committed chunk is byte-identical to the same
 /// chunk of an uninterrupted run, that gulpio2 opens it (where the venv
-/// exists; not in the window between a commit's two renames), and that
+/// exists; not in the window between a commit's two renames), that
+/// `gulp check` exits 0 (leftovers are notes), that after `gulp recover`
+/// gulpio2 opens it in every case and it has no leftovers, and that
 /// re-running the ingest completes it with every id exactly once (the result
 /// equals the uninterrupted run, and gulpio2 opens it).
 /// `GULP_CRASH_TRIALS` sets the number of trials (default 5).
@@ -625,6 +627,20 @@ fn crash_trials(trials: usize) {
             gulpio2_opens(&out, trial);
         }
         drop(gd);
+        // What the kill left is not damage: `gulp check` exits 0 (leftovers
+        // are notes); `gulp recover` clears them, and then gulpio2 opens
+        // the directory even after a cut commit, and it is still clean.
+        let checked = gulp().args(["check", s(&out)]).assert().code(0);
+        let report = String::from_utf8_lossy(&checked.get_output().stdout).into_owned();
+        assert!(
+            !cut_commit || report.contains("cut between its two renames"),
+            "trial {trial}: {report}"
+        );
+        gulp().args(["recover", s(&out)]).assert().code(0);
+        gulpio2_opens(&out, trial);
+        let checked = gulp().args(["check", s(&out)]).assert().code(0);
+        let report = String::from_utf8_lossy(&checked.get_output().stdout).into_owned();
+        assert!(!report.contains("note:"), "trial {trial}: {report}");
         // Re-run: finishes with every id once, and the same bytes.
         let status = ingest_cmd(&list, &frames, &out).status().unwrap();
         assert!(status.success(), "trial {trial}: re-run failed");

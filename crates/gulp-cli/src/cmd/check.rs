@@ -39,6 +39,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
         for problem in &report.problems {
             writeln!(out, "{problem}")?;
         }
+        for note in &report.notes {
+            writeln!(out, "note: {note}")?;
+        }
         write!(
             out,
             "{}: {} chunks, {} items, {} frames, {} bytes",
@@ -52,9 +55,20 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
             write!(out, ", {} frames decoded", report.decoded)?;
         }
         match report.problems.len() {
-            0 => writeln!(out, ": no problems found")?,
-            1 => writeln!(out, ": 1 problem")?,
-            n => writeln!(out, ": {n} problems")?,
+            0 => write!(out, ": no problems found")?,
+            1 => write!(out, ": 1 problem")?,
+            n => write!(out, ": {n} problems")?,
+        }
+        match report.notes.len() {
+            0 => writeln!(out)?,
+            n => writeln!(
+                out,
+                "; {n} leftover{} of an interrupted write, not damage \
+                 (`gulp recover {}` clears {})",
+                if n == 1 { "" } else { "s" },
+                args.dir.display(),
+                if n == 1 { "it" } else { "them" }
+            )?,
         }
         out.flush()?;
     }
