@@ -69,6 +69,17 @@ pub enum Command {
     /// directory.
     #[command(after_help = "Example: gulp recover data/train")]
     Recover(RecoverArgs),
+    /// Look at an item's frames: a contact sheet (PNG) or an animation (GIF).
+    ///
+    /// Each selected frame is decoded and resized by its short edge to
+    /// `--tile` pixels. The sheet has 8 tiles per row, each frame's index
+    /// under its tile, and the id and label (the `label` or `template` of
+    /// its meta_data) on top. The GIF plays the tiles at 8 frames per
+    /// second, in a loop.
+    #[command(
+        after_help = "Example: gulp preview data/train --id 702766 --frames ::4 --out sheet.png"
+    )]
+    Preview(PreviewArgs),
     /// Print the meta as JSON, in gulpio2's structure.
     ///
     /// Prints `{id: {"frame_info": [[loc, pad, length], ...], "meta_data":
@@ -316,6 +327,30 @@ pub struct DumpMetaArgs {
 pub struct RecoverArgs {
     /// The gulp directory.
     pub dir: PathBuf,
+}
+
+/// Arguments of `gulp preview`.
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    /// The gulp directory.
+    pub dir: PathBuf,
+    /// The item to show.
+    #[arg(long, value_name = "ID")]
+    pub id: String,
+    /// Which frames, in gulpio2's selection syntax; default all.
+    #[arg(
+        long,
+        value_name = "SEL",
+        default_value = ":",
+        allow_hyphen_values = true
+    )]
+    pub frames: String,
+    /// Short edge of each tile, in pixels.
+    #[arg(long, value_name = "N", default_value = "128", value_parser = clap::value_parser!(u32).range(8..=4096))]
+    pub tile: u32,
+    /// The output file: `.png` for a contact sheet, `.gif` for an animation.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 /// Arguments of `gulp info`.

@@ -7,6 +7,7 @@ mod dump_meta;
 mod extract;
 mod info;
 mod ingest;
+mod preview;
 mod recover;
 
 use std::io::{BufWriter, StdoutLock, Write};
@@ -25,6 +26,7 @@ pub fn run(command: Command) -> Result<Outcome> {
         Command::Ingest(kind) => ingest::run(kind),
         Command::Check(args) => check::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::Preview(args) => preview::run(&args),
         Command::DumpMeta(args) => dump_meta::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Convert(args) => convert::run(&args),
