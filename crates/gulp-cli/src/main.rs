@@ -6,7 +6,6 @@
 //! in `gulp dump-meta DIR | head`) ends the program quietly with status 0.
 #![forbid(unsafe_code)]
 
-mod check;
 mod cli;
 mod cmd;
 

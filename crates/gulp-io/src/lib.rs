@@ -35,6 +35,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod check;
 mod decode;
 mod directory;
 #[cfg(feature = "turbojpeg")]

@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::check::{Options, Report, check_directory};
 use crate::cli::CheckArgs;
+use gulp_io::check::{Options, Report, check_directory};
 
 #[derive(Serialize)]
 struct JsonReport<'a> {

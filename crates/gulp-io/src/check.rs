@@ -1,5 +1,6 @@
-//! The checks behind `gulp check`: every way a gulp directory can be damaged,
-//! each reported as a [`Problem`] that says where.
+//! The checker behind `gulp check` (and the Python package's `check`):
+//! every way a gulp directory can be damaged, each reported as a [`Problem`]
+//! that says where, and the leftovers of an interrupted write as notes.
 //!
 //! gulpio2's `gulp2_sanity_check` runs four checks (`sanity_utils.py`): empty
 //! meta files, empty data files, data file size against the meta, duplicate
@@ -17,11 +18,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::{ChunkReader, ColorMode, FrameDecoder, Image, ReadMode, decode_batch, decode_jpeg};
 use gulp_format::{
     ChunkFile, ChunkMeta, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX,
     PAD_BYTE, TEMP_PREFIX, data_file_name, meta_file_name, parse_chunk_file_name, read_meta,
 };
-use gulp_io::{ChunkReader, ColorMode, FrameDecoder, Image, ReadMode, decode_batch, decode_jpeg};
 use serde::Serialize;
 
 /// JPEG start-of-image marker, first two bytes of every frame.
@@ -262,7 +263,7 @@ fn list_chunks(
         let temp_data = dir.join(format!("{TEMP_PREFIX}{}", data_file_name(n)));
         match meta.remove(&n) {
             Some(meta_path) => pairs.push((n, data_path, meta_path)),
-            // What `gulp_io::recover` rolls forward: the data file renamed,
+            // What `crate::recover` rolls forward: the data file renamed,
             // its meta not yet.
             None if temp_meta.exists() && !temp_data.exists() => {
                 // One note for the commit, not another for its meta.
@@ -688,9 +689,9 @@ impl ChunkChecker<'_> {
 struct GuardedDecoder;
 
 impl FrameDecoder for GuardedDecoder {
-    fn decode(&self, jpeg: &[u8]) -> gulp_io::Result<Image> {
+    fn decode(&self, jpeg: &[u8]) -> crate::Result<Image> {
         catch_unwind(AssertUnwindSafe(|| decode_jpeg(jpeg, ColorMode::Auto))).unwrap_or_else(|_| {
-            Err(gulp_io::ErrorKind::Decode {
+            Err(crate::ErrorKind::Decode {
                 at: String::new(),
                 reason: "the decoder panicked".into(),
             }
