@@ -6,12 +6,11 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::error::{ErrorKind, Result};
 use crate::serializer::MetaFormat;
 
 /// The ids of a chunk meta, in order, with the number of frames of each.
 ///
-/// [`read_index`] builds it from the bytes of a meta file much faster than
+/// [`read_index`](crate::read_index) builds it from the bytes of a meta file much faster than
 /// [`read_meta`](crate::read_meta) builds a [`ChunkMeta`](crate::ChunkMeta):
 /// it allocates a few buffers per chunk rather than several per item. For a
 /// file that `read_meta` accepts, the ids, their order and their frame counts
@@ -107,27 +106,6 @@ impl<'a> Iterator for Ids<'a> {
 }
 
 impl ExactSizeIterator for Ids<'_> {}
-
-/// Reads the ids and frame counts of a meta file of either format, detected
-/// from its first bytes.
-///
-/// The whole file is checked as far as it can be without decoding the
-/// items' `meta_data`: a msgpack meta's header, trailer, fingerprint, index
-/// and section lengths (everything but the encoding of each item's
-/// `meta_data` and metalayers); a JSON meta's whole syntax, every
-/// `frame_info` and the structure of every item, `meta_data` values included.
-/// A JSON meta that `read_index` accepts is one that `read_meta` accepts; a
-/// msgpack meta it accepts may still hold an item that `read_meta` rejects.
-pub fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
-    if bytes.is_empty() {
-        return Err(ErrorKind::Empty.into());
-    }
-    match MetaFormat::detect(bytes) {
-        Some(MetaFormat::Json) => crate::json::read_index(bytes),
-        Some(MetaFormat::Msgpack) => crate::msgpack::read_index(bytes),
-        None => Err(crate::serializer::undetected(bytes)),
-    }
-}
 
 /// Builds a [`MetaIndex`], one id at a time, spotting repeated ids.
 pub(crate) struct IndexBuilder {

@@ -17,11 +17,7 @@ use crate::serializer::{MetaFormat, Serializer};
 
 pub(crate) use self::write::write_value;
 
-/// Deepest nesting accepted inside `meta_data`, in both meta formats.
-/// CPython's `json` gives up near 1,000 levels (its recursion limit), so
-/// nothing gulpio2 can write or read is refused; the limit keeps hostile
-/// input from exhausting the stack.
-pub(crate) const MAX_DEPTH: usize = 1024;
+use crate::value::MAX_DEPTH;
 
 /// The ids and frame counts of a JSON meta, the whole file checked.
 pub(crate) fn read_index(bytes: &[u8]) -> Result<crate::index::MetaIndex> {

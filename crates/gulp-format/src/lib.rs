@@ -48,11 +48,12 @@ mod layout;
 mod meta;
 mod meta_data;
 mod msgpack;
+mod read;
 mod serializer;
 mod value;
 
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::index::{Ids, MetaIndex, read_index};
+pub use crate::index::{Ids, MetaIndex};
 pub use crate::json::JsonSerializer;
 pub use crate::layout::{
     ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX, PAD_BYTE,
@@ -60,6 +61,7 @@ pub use crate::layout::{
 };
 pub use crate::meta::{ChunkMeta, ItemMeta};
 pub use crate::meta_data::MetaData;
-pub use crate::msgpack::{MSGPACK_MAGIC, MsgpackSerializer, MsgpackVersion};
-pub use crate::serializer::{MetaFormat, Serializer, read_meta};
+pub use crate::msgpack::{MsgpackSerializer, MsgpackVersion};
+pub use crate::read::{read_index, read_meta};
+pub use crate::serializer::{MSGPACK_MAGIC, MetaFormat, Serializer};
 pub use crate::value::{BigInt, Map, Value};

@@ -30,9 +30,6 @@ use crate::meta_data::MetaData;
 use crate::serializer::{MetaFormat, Serializer};
 use crate::value::{BigInt, Map, Value};
 
-/// The magic string: the first element of the header array, encoded as a
-/// msgpack fixstr (`0xa8` then the 8 ASCII bytes).
-pub const MSGPACK_MAGIC: &[u8] = b"\xa8gulpmeta";
 const MAGIC_STR: &str = "gulpmeta";
 /// Flag bit: the checksum section holds one CRC-32 per frame.
 const FLAG_CHECKSUMS: u64 = 1;
@@ -43,7 +40,7 @@ const EXT_BIGINT: i8 = 1;
 const TRAILER_LEN: usize = 15;
 /// Bytes of one frame-table entry.
 const FRAME_ENTRY_LEN: usize = 24;
-const MAX_DEPTH: usize = crate::json::MAX_DEPTH;
+use crate::value::MAX_DEPTH;
 /// The most elements reserved ahead for a list or map. A declared length is
 /// at most the bytes left (each element takes one), but an element takes
 /// tens of bytes in memory and every level of nesting reserves its own: a

@@ -1,11 +1,15 @@
-//! The `Serializer` trait and the choice between meta formats.
+//! The `Serializer` trait and the meta formats. This module depends on
+//! neither format: `json` and `msgpack` implement the trait, and `read`
+//! (above them) picks one for a file.
 
 use std::io::{Read, Write};
 
 use crate::error::{ErrorKind, Result};
-use crate::json::JsonSerializer;
 use crate::meta::ChunkMeta;
-use crate::msgpack::{MSGPACK_MAGIC, MsgpackSerializer};
+
+/// The magic string of a msgpack meta: the first element of its header
+/// array, encoded as a msgpack fixstr (`0xa8` then the 8 ASCII bytes).
+pub const MSGPACK_MAGIC: &[u8] = b"\xa8gulpmeta";
 
 /// Turns a [`ChunkMeta`] into the bytes of a meta file and back.
 pub trait Serializer: Send + Sync {
@@ -67,14 +71,6 @@ impl MetaFormat {
         (first == Some(&b'{')).then_some(MetaFormat::Json)
     }
 
-    /// The serializer for this format (msgpack with default settings).
-    pub fn serializer(self) -> &'static dyn Serializer {
-        match self {
-            MetaFormat::Json => &JsonSerializer,
-            MetaFormat::Msgpack => &MsgpackSerializer,
-        }
-    }
-
     /// The name used on the command line and in reports: `json` or `msgpack`.
     pub fn name(self) -> &'static str {
         match self {
@@ -101,17 +97,6 @@ impl std::str::FromStr for MetaFormat {
                 "unknown meta format {other:?} (expected json or msgpack)"
             )),
         }
-    }
-}
-
-/// Parses a meta file of either format, detected from its first bytes.
-pub fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
-    if bytes.is_empty() {
-        return Err(ErrorKind::Empty.into());
-    }
-    match MetaFormat::detect(bytes) {
-        Some(format) => format.serializer().read_meta(bytes),
-        None => Err(undetected(bytes)),
     }
 }
 

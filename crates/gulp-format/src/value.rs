@@ -2,6 +2,12 @@
 
 use indexmap::IndexMap;
 
+/// Deepest nesting accepted inside `meta_data`, in both meta formats.
+/// CPython's `json` gives up near 1,000 levels (its recursion limit), so
+/// nothing gulpio2 can write or read is refused; the limit keeps hostile
+/// input from exhausting the stack.
+pub(crate) const MAX_DEPTH: usize = 1024;
+
 /// An object: keys in insertion order, as Python's `OrderedDict`.
 ///
 /// Hashed with foldhash: seeded per process, and several times faster than

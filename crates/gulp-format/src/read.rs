@@ -1,0 +1,53 @@
+//! Reading a meta file of either format: the format is detected from the
+//! first bytes and the file goes to that format's reader. This module sits
+//! above both formats (`json`, `msgpack`), which depend on the trait and the
+//! index types below them, never on each other or on this module.
+
+use crate::error::{ErrorKind, Result};
+use crate::index::MetaIndex;
+use crate::json::JsonSerializer;
+use crate::meta::ChunkMeta;
+use crate::msgpack::MsgpackSerializer;
+use crate::serializer::{MetaFormat, Serializer, undetected};
+
+impl MetaFormat {
+    /// The serializer for this format (msgpack with default settings).
+    pub fn serializer(self) -> &'static dyn Serializer {
+        match self {
+            MetaFormat::Json => &JsonSerializer,
+            MetaFormat::Msgpack => &MsgpackSerializer,
+        }
+    }
+}
+
+/// Parses a meta file of either format, detected from its first bytes.
+pub fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
+    if bytes.is_empty() {
+        return Err(ErrorKind::Empty.into());
+    }
+    match MetaFormat::detect(bytes) {
+        Some(format) => format.serializer().read_meta(bytes),
+        None => Err(undetected(bytes)),
+    }
+}
+
+/// Reads the ids and frame counts of a meta file of either format, detected
+/// from its first bytes.
+///
+/// The whole file is checked as far as it can be without decoding the
+/// items' `meta_data`: a msgpack meta's header, trailer, fingerprint, index
+/// and section lengths (everything but the encoding of each item's
+/// `meta_data` and metalayers); a JSON meta's whole syntax, every
+/// `frame_info` and the structure of every item, `meta_data` values included.
+/// A JSON meta that `read_index` accepts is one that `read_meta` accepts; a
+/// msgpack meta it accepts may still hold an item that `read_meta` rejects.
+pub fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
+    if bytes.is_empty() {
+        return Err(ErrorKind::Empty.into());
+    }
+    match MetaFormat::detect(bytes) {
+        Some(MetaFormat::Json) => crate::json::read_index(bytes),
+        Some(MetaFormat::Msgpack) => crate::msgpack::read_index(bytes),
+        None => Err(undetected(bytes)),
+    }
+}
