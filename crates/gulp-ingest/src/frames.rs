@@ -3,14 +3,19 @@
 use std::num::NonZeroU32;
 use std::path::Path;
 
-use fast_image_resize::images::Image as FirImage;
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::{PixelType, Resizer};
 use gulp_io::ColorMode;
 #[cfg(not(feature = "turbojpeg"))]
-use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
+use jpeg_encoder::ColorType;
 
 use crate::adapter::{FrameSource, Pixels};
 use crate::error::ItemError;
+#[cfg(not(feature = "turbojpeg"))]
+use crate::raster::rust_encoder;
+#[cfg(feature = "turbojpeg")]
+use crate::raster::subsampling;
+use crate::raster::{jpeg_size, resize_plane};
+pub use crate::raster::{resized_size, short_edge_size};
 use crate::video;
 use crate::yuv::{self, Yuv420};
 
@@ -269,40 +274,6 @@ pub fn decode_image(bytes: &[u8]) -> Result<Pixels, String> {
     })
 }
 
-/// The size a `width` × `height` frame is resized to for `short_edge`, or
-/// `None` when it keeps its size.
-pub fn resized_size(width: u32, height: u32, short_edge: Option<u32>) -> Option<(u32, u32)> {
-    short_edge
-        .map(|s| short_edge_size(width, height, s))
-        .filter(|&t| t != (width, height))
-}
-
-/// gulpio2's `resize_by_short_edge` size: the shorter edge becomes `size`,
-/// the other is scaled and truncated; a square counts as "width is shorter".
-pub fn short_edge_size(width: u32, height: u32, size: u32) -> (u32, u32) {
-    let (w, h, s) = (f64::from(width), f64::from(height), f64::from(size));
-    // Python: int(size * w / h); the product is exact, the division rounds
-    // once, int() truncates. The same in f64.
-    let scaled = |a: f64, b: f64| {
-        let v = (s * a / b).trunc();
-        if v >= f64::from(u32::MAX) {
-            u32::MAX
-        } else if v < 1.0 {
-            1
-        } else {
-            // In range and integral: the conversion is exact.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let v = v as u32;
-            v
-        }
-    };
-    if height < width {
-        (scaled(w, h), size)
-    } else {
-        (size, scaled(h, w))
-    }
-}
-
 /// Resizes with Pillow's BILINEAR (a support-scaled triangle filter, so
 /// downscaling is antialiased) when the size must change; `None` when not.
 pub fn resize_short_edge(
@@ -331,32 +302,6 @@ pub fn resize_short_edge(
         channels: px.channels,
         data,
     }))
-}
-
-/// Resizes one image or plane of `size` to `target` with Pillow's BILINEAR.
-pub(crate) fn resize_plane(
-    data: &[u8],
-    size: (u32, u32),
-    target: (u32, u32),
-    pixel_type: PixelType,
-    resizer: &mut Resizer,
-) -> Result<Vec<u8>, String> {
-    let src = fast_image_resize::images::ImageRef::new(size.0, size.1, data, pixel_type)
-        .map_err(|e| format!("resize: {e}"))?;
-    let mut dst = FirImage::new(target.0, target.1, pixel_type);
-    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    resizer
-        .resize(&src, &mut dst, &options)
-        .map_err(|e| format!("resize to {}x{}: {e}", target.0, target.1))?;
-    Ok(dst.into_vec())
-}
-
-/// A frame size as JPEG stores it (16 bits per side).
-pub(crate) fn jpeg_size(width: u32, height: u32) -> Result<(u16, u16), String> {
-    Ok((
-        u16::try_from(width).map_err(|_| format!("{width} pixels wide: JPEG allows 65535"))?,
-        u16::try_from(height).map_err(|_| format!("{height} pixels high: JPEG allows 65535"))?,
-    ))
 }
 
 /// Encodes as gulpio2 does: baseline JPEG, 4:4:4 (no chroma subsampling),
@@ -401,22 +346,6 @@ fn encode_with(
     Ok(out)
 }
 
-/// The pure-Rust encoder writing to `out`, with 4:4:4 or 4:2:0 chroma.
-#[cfg(not(feature = "turbojpeg"))]
-pub(crate) fn rust_encoder(
-    out: &mut Vec<u8>,
-    quality: u8,
-    full_chroma: bool,
-) -> Encoder<&mut Vec<u8>> {
-    let mut encoder = Encoder::new(out, quality);
-    encoder.set_sampling_factor(if full_chroma {
-        SamplingFactor::F_1_1
-    } else {
-        SamplingFactor::F_2_2
-    });
-    encoder
-}
-
 #[cfg(feature = "turbojpeg")]
 fn encode_with(
     px: &Pixels,
@@ -433,16 +362,6 @@ fn encode_with(
         subsampling(full_chroma),
     )
     .map_err(|e| e.to_string())
-}
-
-/// gulp-io's name for 4:4:4 (`full_chroma`) or 4:2:0.
-#[cfg(feature = "turbojpeg")]
-pub(crate) fn subsampling(full_chroma: bool) -> gulp_io::Subsampling {
-    if full_chroma {
-        gulp_io::Subsampling::S444
-    } else {
-        gulp_io::Subsampling::S420
-    }
 }
 
 /// Whether a path has an image extension the image adapters pick up.

@@ -35,6 +35,7 @@ mod error;
 pub mod frames;
 mod labels;
 mod pipeline;
+mod raster;
 pub mod video;
 pub mod yuv;
 
