@@ -62,6 +62,22 @@ fn open_dir(dir: &Path) -> Result<GulpDirectory> {
         .with_context(|| format!("cannot open gulp directory {}", dir.display()))
 }
 
+/// The frame indices `selection` picks in item `id` of `reader`; a
+/// selection out of range is a selection error that names the id.
+fn frame_indices(
+    reader: &gulp_io::ChunkReader,
+    id: &str,
+    selection: &gulp_io::Selection,
+) -> Result<Vec<usize>> {
+    let n = reader.item(id)?.frame_info.len();
+    Ok(selection.resolve(n).map_err(|reason| {
+        gulp_io::Error::from(gulp_io::ErrorKind::Selection {
+            id: id.to_owned(),
+            reason,
+        })
+    })?)
+}
+
 /// A progress counter on stderr, drawn only when stderr is a terminal.
 fn progress(what: &'static str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new_spinner();

@@ -17,14 +17,7 @@ pub fn run(args: &ExtractArgs) -> Result<Outcome> {
     let mut out = super::stdout();
     for id in &args.ids {
         let reader = gulp.reader_for(id)?;
-        let indices = selection
-            .resolve(reader.item(id)?.frame_info.len())
-            .map_err(|reason| {
-                gulp_io::Error::from(gulp_io::ErrorKind::Selection {
-                    id: id.clone(),
-                    reason,
-                })
-            })?;
+        let indices = super::frame_indices(reader, id, &selection)?;
         let frames = indices
             .iter()
             .map(|&k| reader.frame(id, k))

@@ -35,14 +35,7 @@ pub fn run(args: &PreviewArgs) -> Result<Outcome> {
     let gulp = super::open_dir(&args.dir)?;
     let id = &args.id;
     let reader = gulp.reader_for(id)?;
-    let indices = selection
-        .resolve(reader.item(id)?.frame_info.len())
-        .map_err(|reason| {
-            gulp_io::Error::from(gulp_io::ErrorKind::Selection {
-                id: id.clone(),
-                reason,
-            })
-        })?;
+    let indices = super::frame_indices(reader, id, &selection)?;
     if indices.is_empty() {
         bail!("id {id:?}: the selection {:?} has no frames", args.frames);
     }
