@@ -355,12 +355,15 @@ pub fn decode_jpeg_into(jpeg: &[u8], options: &DecodeOptions, out: &mut [u8]) ->
 
 /// Decodes one JPEG with `options` into a new [`Image`].
 pub fn decode_jpeg_with(jpeg: &[u8], options: &DecodeOptions) -> Result<Image> {
-    let header = read_header(jpeg, options.codec)?;
+    // One header read: with libjpeg-turbo the frame keeps its handle for
+    // the decoding (not a second handle and a second parse).
+    let mut frame = JpegFrame::new(jpeg, options.codec)?;
+    let header = *frame.header();
     // Refused before the allocation, whatever the frame header claims.
     check_size(header.width, header.height)?;
     let shape = header.output_shape(options);
     let mut pixels = vec![0; shape.len()];
-    let shape = decode_jpeg_into(jpeg, options, &mut pixels)?;
+    let shape = frame.decode_into(options, &mut pixels)?;
     pixels.truncate(shape.len());
     Ok(Image {
         height: shape.height,
