@@ -36,6 +36,9 @@ V2_REQS=(
     "sh==2.4.0"
     "jinja2==3.1.6"
     "MarkupSafe==3.0.4"
+    # The gulp package's build backend and test runner.
+    "maturin==1.16.0"
+    "pytest==9.2.0"
 )
 
 # GulpIO v1 (cv2-based) writes with ndarray.tostring(), removed in NumPy 2.
@@ -65,7 +68,7 @@ esac
 
 if [ "$mode" = v2 ]; then
     VENV="$REPO/.venv"
-    IMPORT_CHECK="import gulpio2, simplejpeg, numpy"
+    IMPORT_CHECK="import gulpio2, simplejpeg, numpy, pytest, maturin"
     REQ_TEXT="$(printf '%s\n' "--no-deps $GULPIO2_REQ" "${V2_REQS[@]}")"
 else
     VENV="$REPO/.venv-v1"

@@ -126,6 +126,15 @@ impl ChunkReader {
         matches!(self.data, Data::Mapped(_))
     }
 
+    /// The whole data file as mapped, or `None` when it is read through a
+    /// file handle. Frames are at the ranges [`ChunkReader::jpeg_range`] gives.
+    pub fn mapped_bytes(&self) -> Option<&[u8]> {
+        match &self.data {
+            Data::Mapped(map) => Some(map),
+            Data::File(_) => None,
+        }
+    }
+
     /// The item with this id.
     pub fn item(&self, id: &str) -> Result<&ItemMeta> {
         self.meta.get(id).ok_or_else(|| {

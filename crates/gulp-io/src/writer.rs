@@ -58,6 +58,17 @@ impl ChunkWriterBuilder {
         writer.start(ChunkMeta::new(), 0, false)
     }
 
+    /// Starts chunk number `chunk` in `dir` afresh, to replace the chunk of
+    /// that number if there is one (gulpio2's `open('wb')` on an existing
+    /// chunk). The old chunk stays readable until `finish()`, which first
+    /// removes its meta file (so that the old meta never describes the new
+    /// data, even after a crash between the renames), then commits.
+    pub fn replace(&self, dir: impl AsRef<Path>, chunk: u64) -> Result<ChunkWriter> {
+        let mut writer = ChunkWriter::new(self, dir.as_ref(), chunk);
+        writer.replacing = true;
+        writer.start(ChunkMeta::new(), 0, false)
+    }
+
     /// Reopens the existing chunk number `chunk` in `dir` to append items.
     ///
     /// The chunk's files are copied to temporary names and only replaced when
@@ -121,6 +132,8 @@ pub struct ChunkWriter {
     /// must not remove files under those names: they may belong to another
     /// writer of the same chunk number.
     owns_temp: bool,
+    /// Whether `finish` replaces an existing chunk of the same number.
+    replacing: bool,
 }
 
 impl ChunkWriter {
@@ -146,6 +159,7 @@ impl ChunkWriter {
             meta: ChunkMeta::new(),
             committed: false,
             owns_temp: false,
+            replacing: false,
         }
     }
 
@@ -257,6 +271,14 @@ impl ChunkWriter {
         }
         drop(meta_file);
 
+        if self.replacing {
+            match fs::remove_file(&self.meta_path) {
+                Ok(()) if self.fsync => sync_dir(&self.dir)?,
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("removing", &self.meta_path, e)),
+            }
+        }
         fs::rename(&self.tmp_data, &self.data_path)
             .map_err(|e| Error::io("renaming", &self.tmp_data, e))?;
         fs::rename(&self.tmp_meta, &self.meta_path)

@@ -1,0 +1,5 @@
+"""``python -m gulp``: the ``gulp`` command."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,17 @@
+"""The ``gulp`` console script: the Rust command line, run in this process."""
+
+import signal
+import sys
+
+from . import _gulp
+
+
+def main():
+    # Ctrl-C ends the command as it ends the native binary (ingest commits
+    # are atomic, so nothing half-written is left visible).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sys.exit(_gulp.cli_main(["gulp"] + sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

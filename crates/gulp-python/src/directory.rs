@@ -1,0 +1,508 @@
+//! `Directory`: a gulp directory opened for reading.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gulp_io::{
+    ChunkReader, Codec, ColorMode, Crop, Dct, DecodeOptions, GulpDirectory, Image, JpegDecoder,
+    ReadMode, Scale, Upsampling,
+};
+use ndarray::{Array2, Array3};
+use numpy::PyArray;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString, PyTuple};
+
+use crate::convert::{item_to_py, to_py};
+use crate::errors::{Class, io_err};
+use crate::views::map_view;
+
+/// A gulp directory opened for reading (the native side of
+/// `gulp.GulpDirectory`). Opening lists the chunks and reads every meta
+/// file's ids; an item's full meta is parsed when its chunk is first used.
+#[pyclass(frozen, module = "gulp._gulp")]
+pub(crate) struct Directory {
+    inner: Arc<GulpDirectory>,
+    /// Per chunk, a memoryview of its whole mapped data file.
+    views: Vec<PyOnceLock<Py<PyMemoryView>>>,
+}
+
+/// How to decode, from the keyword arguments of `read`.
+pub(crate) fn decode_options(
+    color: Option<&str>,
+    scale: Option<&Bound<'_, PyAny>>,
+    crop: Option<(usize, usize, usize, usize)>,
+    dct: Option<&str>,
+    upsampling: Option<&str>,
+    strict: bool,
+    codec: Option<&str>,
+) -> PyResult<DecodeOptions> {
+    let bad = |what: &str, value: &str, allowed: &str| {
+        Class::InvalidSelection.err(format!("{what} must be one of {allowed}, not {value:?}"))
+    };
+    let mut o = DecodeOptions {
+        strict,
+        ..DecodeOptions::default()
+    };
+    if let Some(c) = color {
+        o.color = match c {
+            "auto" => ColorMode::Auto,
+            "rgb" | "RGB" => ColorMode::Rgb,
+            "gray" | "grey" | "Gray" | "L" => ColorMode::Gray,
+            _ => return Err(bad("color", c, "'auto', 'rgb', 'gray'")),
+        };
+    }
+    if let Some(d) = dct {
+        o.dct = match d {
+            "fast" => Dct::Fast,
+            "accurate" => Dct::Accurate,
+            _ => return Err(bad("dct", d, "'fast', 'accurate'")),
+        };
+    }
+    if let Some(u) = upsampling {
+        o.upsampling = match u {
+            "fast" => Upsampling::Fast,
+            "smooth" => Upsampling::Smooth,
+            _ => return Err(bad("upsampling", u, "'fast', 'smooth'")),
+        };
+    }
+    if let Some(c) = codec {
+        o.codec = match c {
+            "libjpeg-turbo" | "turbo" if cfg!(feature = "turbojpeg") => Codec::LibjpegTurbo,
+            "zune" | "zune-jpeg" => Codec::Zune,
+            _ => return Err(bad("codec", c, "'libjpeg-turbo', 'zune'")),
+        };
+    }
+    if let Some(s) = scale {
+        o.scale = parse_scale(s)?;
+    }
+    if let Some((x, y, width, height)) = crop {
+        o.crop = Some(Crop {
+            x,
+            y,
+            width,
+            height,
+        });
+    }
+    Ok(o)
+}
+
+/// `scale=`: a fraction `"1/2"` (n/8 steps), an int (the least short edge),
+/// or a `(width, height)` pair (the least size).
+fn parse_scale(s: &Bound<'_, PyAny>) -> PyResult<Scale> {
+    if let Ok(text) = s.extract::<String>() {
+        return Scale::parse(&text).ok_or_else(|| {
+            Class::InvalidSelection.err(format!(
+                "scale {text:?} is not n/8 for n from 1 to 8 (e.g. '1/2', '3/8')"
+            ))
+        });
+    }
+    if let Ok(edge) = s.extract::<usize>() {
+        return Ok(Scale::ShortEdge(edge));
+    }
+    if let Ok((width, height)) = s.extract::<(usize, usize)>() {
+        return Ok(Scale::AtLeast { width, height });
+    }
+    Err(Class::InvalidSelection.err(format!(
+        "scale must be a fraction such as '1/2', a short edge (int) or (width, height), not {}",
+        s.repr()?
+    )))
+}
+
+/// The frame indices `sel` selects among `n`, as gulpio2's `read_frames`
+/// does: `None` is every frame, a slice slices, a list (or numpy array) is
+/// explicit indices (negative from the end, repeats and any order allowed).
+fn resolve(sel: Option<&Bound<'_, PyAny>>, n: usize, id: &str) -> PyResult<Option<Vec<usize>>> {
+    let Some(sel) = sel.filter(|s| !s.is_none()) else {
+        return Ok(None);
+    };
+    let len = isize::try_from(n).unwrap_or(isize::MAX);
+    let n64 = i64::try_from(n).unwrap_or(i64::MAX);
+    if let Ok(slice) = sel.cast::<PySlice>() {
+        let ix = slice.indices(len)?;
+        let mut out = Vec::with_capacity(ix.slicelength);
+        let mut i = ix.start;
+        for _ in 0..ix.slicelength {
+            out.push(i.unsigned_abs());
+            i += ix.step;
+        }
+        return Ok(Some(out));
+    }
+    let list = if sel.is_instance_of::<PyList>() {
+        sel.clone()
+    } else if sel.hasattr("tolist")? && sel.hasattr("dtype")? {
+        // A bool array is no mask in gulpio2 (with numpy 2 indexing a list
+        // by numpy.bool is a TypeError): refused rather than read as 0/1.
+        if sel.getattr("dtype")?.getattr("kind")?.extract::<String>()? == "b" {
+            return Err(Class::SelectionType.err(format!(
+                "id {id:?}: a bool array is not a frame selection (use np.flatnonzero(mask))"
+            )));
+        }
+        sel.call_method0("tolist")?
+    } else {
+        return Err(Class::SelectionType.err(format!(
+            "id {id:?}: frames are selected by a slice or a list of indices, not a {}",
+            sel.get_type().name()?
+        )));
+    };
+    let mut out = Vec::new();
+    for item in list.try_iter()? {
+        let item = item?;
+        let Ok(i) = item.extract::<i64>() else {
+            return Err(Class::SelectionType.err(format!(
+                "id {id:?}: frame indices must be integers, not {}",
+                item.get_type().name()?
+            )));
+        };
+        let k = if i < 0 { i.saturating_add(n64) } else { i };
+        match usize::try_from(k) {
+            Ok(k) if k < n => out.push(k),
+            _ => {
+                return Err(Class::Selection.err(format!(
+                    "id {id:?}: frame index {i} is out of range for {n} frames"
+                )));
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Pixels as a numpy array, `H×W×3` or `H×W`, without a copy.
+pub(crate) fn image_to_py(py: Python<'_>, image: Image) -> PyResult<Bound<'_, PyAny>> {
+    let Image {
+        height,
+        width,
+        channels,
+        pixels,
+    } = image;
+    let bad = |e: ndarray::ShapeError| Class::Decode.err(e.to_string());
+    Ok(if channels == 1 {
+        PyArray::from_owned_array(
+            py,
+            Array2::from_shape_vec((height, width), pixels).map_err(bad)?,
+        )
+        .into_any()
+    } else {
+        PyArray::from_owned_array(
+            py,
+            Array3::from_shape_vec((height, width, channels), pixels).map_err(bad)?,
+        )
+        .into_any()
+    })
+}
+
+impl Directory {
+    /// The reader of `id`'s chunk and the id's frame count (maps the data
+    /// file and parses the chunk's meta on first use; GIL released).
+    fn locate(&self, py: Python<'_>, id: &str) -> PyResult<(&ChunkReader, usize)> {
+        py.detach(|| {
+            let reader = self.inner.reader_for(id)?;
+            let n = reader.item(id)?.frame_info.len();
+            Ok((reader, n))
+        })
+        .map_err(io_err)
+    }
+
+    /// The chunk index (position in `chunks()`) holding `id`.
+    fn chunk_index(&self, id: &str) -> PyResult<usize> {
+        let number = self
+            .inner
+            .chunk_of(id)
+            .map(|c| c.chunk)
+            .ok_or_else(|| unknown(&self.inner, id))?;
+        self.inner
+            .chunks()
+            .iter()
+            .position(|c| c.chunk == number)
+            .ok_or_else(|| unknown(&self.inner, id))
+    }
+
+    /// The cached memoryview of chunk `index`'s mapped data file, or `None`
+    /// when the chunk is read through a file handle.
+    fn chunk_view<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        reader: &ChunkReader,
+    ) -> PyResult<Option<Bound<'py, PyMemoryView>>> {
+        let Some(bytes) = reader.mapped_bytes() else {
+            return Ok(None);
+        };
+        let view = self.views[index]
+            .get_or_try_init(py, || map_view(py, &self.inner, bytes).map(Bound::unbind))?;
+        Ok(Some(view.bind(py).clone()))
+    }
+}
+
+fn unknown(dir: &GulpDirectory, id: &str) -> PyErr {
+    Class::UnknownId.err(format!(
+        "no item with id {id:?} in {}",
+        dir.path().display()
+    ))
+}
+
+#[pymethods]
+impl Directory {
+    /// Opens `path`. `mmap=False` reads frames through file handles instead
+    /// of memory maps.
+    #[new]
+    #[pyo3(signature = (path, mmap = true))]
+    fn new(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Directory> {
+        let mode = if mmap {
+            ReadMode::Mmap
+        } else {
+            ReadMode::Buffered
+        };
+        let inner = py
+            .detach(|| GulpDirectory::open_with(&path, mode))
+            .map_err(io_err)?;
+        let views = (0..inner.chunks().len())
+            .map(|_| PyOnceLock::new())
+            .collect();
+        Ok(Directory {
+            inner: Arc::new(inner),
+            views,
+        })
+    }
+
+    /// The directory's path.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_owned()
+    }
+
+    /// The number of items.
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether an item has this id.
+    fn __contains__(&self, id: &str) -> bool {
+        self.inner.contains(id)
+    }
+
+    /// The number of frames of all items.
+    fn n_frames(&self) -> usize {
+        self.inner.n_frames()
+    }
+
+    /// `(number, data_path, meta_path)` of every chunk, in chunk order.
+    fn chunk_files(&self) -> Vec<(u64, PathBuf, PathBuf)> {
+        self.inner
+            .chunks()
+            .iter()
+            .map(|c| (c.chunk, c.data_path.clone(), c.meta_path.clone()))
+            .collect()
+    }
+
+    /// The number the next new chunk gets.
+    fn next_chunk_number(&self) -> u64 {
+        self.inner.next_chunk_number()
+    }
+
+    /// What opening noticed (orphan or temporary files), as messages.
+    fn warnings(&self) -> Vec<String> {
+        self.inner
+            .warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .collect()
+    }
+
+    /// Every id, chunk by chunk, in meta order.
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for id in self.inner.ids() {
+            list.append(PyString::new(py, id))?;
+        }
+        Ok(list)
+    }
+
+    /// The ids of chunk `index`, in meta order.
+    fn chunk_ids(&self, index: usize) -> PyResult<Vec<String>> {
+        let chunk =
+            self.inner.chunks().get(index).ok_or_else(|| {
+                Class::Selection.err(format!("chunk index {index} is out of range"))
+            })?;
+        Ok(chunk.ids().map(str::to_owned).collect())
+    }
+
+    /// The chunk number holding `id`, or `None`.
+    fn chunk_of(&self, id: &str) -> Option<u64> {
+        self.inner.chunk_of(id).map(|c| c.chunk)
+    }
+
+    /// The number of frames of `id`.
+    fn frame_count(&self, py: Python<'_>, id: &str) -> PyResult<usize> {
+        self.locate(py, id).map(|(_, n)| n)
+    }
+
+    /// `meta_data[0]` of `id` (gulpio2's `gd[id][1]`), a new dict.
+    fn meta<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let item = py.detach(|| self.inner.item(id)).map_err(io_err)?;
+        match item.meta_data.first() {
+            Some(v) => to_py(py, v),
+            None => Err(Class::Selection.err(format!("id {id:?} has an empty meta_data list"))),
+        }
+    }
+
+    /// `{"frame_info": [...], "meta_data": [...]}` of `id`.
+    fn item<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let item = py.detach(|| self.inner.item(id)).map_err(io_err)?;
+        item_to_py(py, item)
+    }
+
+    /// The meta dict of chunk `index` (id to item dict), as gulpio2's
+    /// `GulpChunk.meta_dict`.
+    fn chunk_meta<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyDict>> {
+        let chunk =
+            self.inner.chunks().get(index).ok_or_else(|| {
+                Class::Selection.err(format!("chunk index {index} is out of range"))
+            })?;
+        let meta = py.detach(|| chunk.meta()).map_err(io_err)?;
+        let dict = PyDict::new(py);
+        for (id, item) in meta.iter() {
+            dict.set_item(id, item_to_py(py, item)?)?;
+        }
+        Ok(dict)
+    }
+
+    /// Frames of `id`, decoded to numpy arrays (`H×W×3` RGB, `H×W` gray).
+    ///
+    /// `sel` is `None` (every frame), a slice or a list of indices. The
+    /// other arguments are the decoding options: `color` ('auto', 'rgb',
+    /// 'gray'), `scale` ('1/2'-style fraction, least short edge, or least
+    /// (width, height)), `crop` ((x, y, width, height) of the scaled
+    /// image), `dct` ('fast', 'accurate'), `upsampling` ('fast',
+    /// 'smooth'), `strict` and `codec`.
+    #[pyo3(signature = (id, sel = None, *, color = None, scale = None, crop = None,
+                        dct = None, upsampling = None, strict = true, codec = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        sel: Option<&Bound<'py, PyAny>>,
+        color: Option<&str>,
+        scale: Option<&Bound<'py, PyAny>>,
+        crop: Option<(usize, usize, usize, usize)>,
+        dct: Option<&str>,
+        upsampling: Option<&str>,
+        strict: bool,
+        codec: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let options = decode_options(color, scale, crop, dct, upsampling, strict, codec)?;
+        let (reader, n) = self.locate(py, id)?;
+        let indices = resolve(sel, n, id)?;
+        let decoder = JpegDecoder { options };
+        let images = py
+            .detach(|| -> gulp_io::Result<Vec<Image>> {
+                match indices {
+                    None => (0..n)
+                        .map(|k| reader.decode_frame(id, k, &decoder))
+                        .collect(),
+                    Some(ix) => ix
+                        .into_iter()
+                        .map(|k| reader.decode_frame(id, k, &decoder))
+                        .collect(),
+                }
+            })
+            .map_err(io_err)?;
+        let list = PyList::empty(py);
+        for image in images {
+            list.append(image_to_py(py, image)?)?;
+        }
+        Ok(list)
+    }
+
+    /// The JPEG bytes of the selected frames of `id`: read-only
+    /// `memoryview`s of the memory map (no copy), or `bytes` when the
+    /// directory was opened with `mmap=False`.
+    #[pyo3(signature = (id, sel = None))]
+    fn raw<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        sel: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (reader, n) = self.locate(py, id)?;
+        let indices = resolve(sel, n, id)?;
+        let item = reader.item(id).map_err(io_err)?;
+        let index = self.chunk_index(id)?;
+        let view = self.chunk_view(py, index, reader)?;
+        let list = PyList::empty(py);
+        let mut push = |k: usize| -> PyResult<()> {
+            let fi = &item.frame_info[k];
+            match &view {
+                Some(view) => {
+                    let (start, end) = reader.jpeg_range(id, k, fi).map_err(io_err)?;
+                    let (start, end) = (to_isize(start)?, to_isize(end)?);
+                    list.append(view.get_item(PySlice::new(py, start, end, 1))?)
+                }
+                None => {
+                    let bytes = py.detach(|| reader.read(id, k, fi)).map_err(io_err)?;
+                    list.append(PyBytes::new(py, &bytes))
+                }
+            }
+        };
+        match indices {
+            None => (0..n).try_for_each(&mut push)?,
+            Some(ix) => ix.into_iter().try_for_each(&mut push)?,
+        }
+        Ok(list)
+    }
+
+    /// The JPEG bytes of the selected frames of `id` as `bytes` (copies),
+    /// what gulpio2 hands a custom `jpeg_decoder`.
+    #[pyo3(signature = (id, sel = None))]
+    fn raw_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        sel: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (reader, n) = self.locate(py, id)?;
+        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        let list = PyList::empty(py);
+        for k in indices {
+            let bytes = py.detach(|| reader.frame(id, k)).map_err(io_err)?;
+            list.append(PyBytes::new(py, &bytes))?;
+        }
+        Ok(list)
+    }
+
+    /// Shape `(height, width, channels)` of each selected frame, from the
+    /// JPEG headers (nothing is decoded).
+    #[pyo3(signature = (id, sel = None))]
+    fn shapes<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        sel: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (reader, n) = self.locate(py, id)?;
+        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        let codec = DecodeOptions::default().codec;
+        let shapes = py
+            .detach(|| -> gulp_io::Result<Vec<(usize, usize, usize)>> {
+                indices
+                    .into_iter()
+                    .map(|k| {
+                        let jpeg = reader.frame(id, k)?;
+                        let h = gulp_io::read_header(&jpeg, codec)?;
+                        Ok((h.height, h.width, if h.gray { 1 } else { 3 }))
+                    })
+                    .collect()
+            })
+            .map_err(io_err)?;
+        let list = PyList::empty(py);
+        for s in shapes {
+            list.append(PyTuple::new(py, [s.0, s.1, s.2])?)?;
+        }
+        Ok(list)
+    }
+}
+
+fn to_isize(v: u64) -> PyResult<isize> {
+    isize::try_from(v).map_err(|_| Class::Format.err(format!("offset {v} does not fit in memory")))
+}

@@ -1,0 +1,123 @@
+//! gulp's errors as the exception classes of `gulp.errors`.
+//!
+//! Each class derives from `gulp.errors.GulpError` and from the built-in
+//! exception a gulpio2 user would catch (`KeyError` for an unknown id,
+//! `IndexError` for a frame out of range, `ValueError` for bad input,
+//! `OSError` for I/O); the message is the Rust error's, which names the
+//! path, id and byte offset.
+
+use gulp_io::ErrorKind;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+/// The classes of `gulp.errors`, imported once.
+pub(crate) enum Class {
+    Io,
+    NotFound,
+    Format,
+    DuplicateId,
+    UnknownId,
+    Selection,
+    InvalidSelection,
+    SelectionType,
+    Decode,
+    Encode,
+    ChunkExists,
+    Invalid,
+    Ingest,
+}
+
+impl Class {
+    fn name(&self) -> &'static str {
+        match self {
+            Class::Io => "GulpIOError",
+            Class::NotFound => "GulpFileNotFoundError",
+            Class::Format => "FormatError",
+            Class::DuplicateId => "DuplicateIdError",
+            Class::UnknownId => "UnknownIdError",
+            Class::Selection => "SelectionError",
+            Class::InvalidSelection => "InvalidSelectionError",
+            Class::SelectionType => "SelectionTypeError",
+            Class::Decode => "DecodeError",
+            Class::Encode => "EncodeError",
+            Class::ChunkExists => "ChunkExistsError",
+            Class::Invalid => "InvalidInputError",
+            Class::Ingest => "IngestError",
+        }
+    }
+
+    fn cell(&self) -> &'static PyOnceLock<Py<PyType>> {
+        static CELLS: [PyOnceLock<Py<PyType>>; 13] = [const { PyOnceLock::new() }; 13];
+        let i = match self {
+            Class::Io => 0,
+            Class::NotFound => 1,
+            Class::Format => 2,
+            Class::DuplicateId => 3,
+            Class::UnknownId => 4,
+            Class::Selection => 5,
+            Class::InvalidSelection => 6,
+            Class::Decode => 7,
+            Class::Encode => 8,
+            Class::ChunkExists => 9,
+            Class::Invalid => 10,
+            Class::Ingest => 11,
+            Class::SelectionType => 12,
+        };
+        &CELLS[i]
+    }
+
+    /// An exception of this class with `message`.
+    pub(crate) fn err(self, message: impl Into<String>) -> PyErr {
+        let message = message.into();
+        Python::attach(
+            |py| match self.cell().import(py, "gulp.errors", self.name()) {
+                Ok(ty) => PyErr::from_type(ty.clone(), (message,)),
+                Err(e) => e,
+            },
+        )
+    }
+}
+
+/// The class of an I/O error: `GulpFileNotFoundError` for a missing path.
+fn io_class(e: &std::io::Error) -> Class {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Class::NotFound
+    } else {
+        Class::Io
+    }
+}
+
+/// A `gulp_io` error as a Python exception.
+pub(crate) fn io_err(e: gulp_io::Error) -> PyErr {
+    let class = match e.kind() {
+        ErrorKind::Io { source, .. } => io_class(source),
+        ErrorKind::Meta { .. } | ErrorKind::Record { .. } => Class::Format,
+        ErrorKind::DuplicateId { .. } => Class::DuplicateId,
+        ErrorKind::UnknownId { .. } => Class::UnknownId,
+        ErrorKind::Selection { .. } => Class::Selection,
+        ErrorKind::SelectionSyntax { .. } => Class::InvalidSelection,
+        ErrorKind::Decode { .. } => Class::Decode,
+        ErrorKind::Encode { .. } => Class::Encode,
+        ErrorKind::ChunkExists { .. } => Class::ChunkExists,
+        _ => Class::Invalid,
+    };
+    class.err(e.to_string())
+}
+
+/// A `gulp_ingest` error as a Python exception.
+pub(crate) fn ingest_err(e: gulp_ingest::Error) -> PyErr {
+    match e {
+        gulp_ingest::Error::Gulp(e) => io_err(e),
+        gulp_ingest::Error::Io { ref source, .. } => io_class(source).err(e.to_string()),
+        gulp_ingest::Error::Input { .. } | gulp_ingest::Error::Options(_) => {
+            Class::Invalid.err(e.to_string())
+        }
+        e => Class::Ingest.err(e.to_string()),
+    }
+}
+
+/// A plain I/O error on `path` as a Python exception.
+pub(crate) fn os_err(op: &str, path: &std::path::Path, e: &std::io::Error) -> PyErr {
+    io_class(e).err(format!("{op} {}: {e}", path.display()))
+}

@@ -1,0 +1,53 @@
+//! `gulp._gulp`: the native half of the `gulp` Python package.
+//!
+//! The Python modules (`gulp.fileio`, `gulp.utils`, ...) give gulpio2's API;
+//! they call the classes and functions here, which read, decode, encode and
+//! write with the Rust crates. Every call that touches files or pixels
+//! releases the GIL. Errors become the exception classes of `gulp.errors`,
+//! with the Rust message (path, id, byte offset) as their text.
+// PyO3's macros expand to items without docs and to unsafe FFI glue; the
+// hand-written unsafe code is in `views.rs`, with its reasoning.
+#![allow(missing_docs)]
+
+mod codec;
+mod convert;
+mod directory;
+mod errors;
+mod ingest;
+mod views;
+mod writer;
+
+use pyo3::prelude::*;
+
+/// The module.
+#[pymodule]
+fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "CODEC",
+        if cfg!(feature = "turbojpeg") {
+            "libjpeg-turbo"
+        } else {
+            "zune-jpeg"
+        },
+    )?;
+    m.add_class::<directory::Directory>()?;
+    m.add_class::<writer::Writer>()?;
+    m.add_function(wrap_pyfunction!(codec::encode_jpeg, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decode_jpeg, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::jpeg_header, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::resize, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decode_image, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::ingest, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::check, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::recover, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    Ok(())
+}
+
+/// Runs the `gulp` command line with `argv` (program name first) and
+/// returns its exit status.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| gulp_cli::status(argv))
+}
