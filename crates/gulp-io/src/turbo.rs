@@ -410,15 +410,14 @@ impl Handle {
     /// optimised, the given quality and subsampling, and the *fast* integer
     /// DCT. simplejpeg's `encode_jpeg(fastdct=False)` calls the TurboJPEG 2
     /// API without `TJFLAG_ACCURATEDCT`, and that API compresses with the
-    /// fast DCT unless asked otherwise: gulpio2's JPEGs are fast-DCT ones
+    /// fast DCT unless asked otherwise or the quality is 96 or more: gulpio2's
+    /// JPEGs are fast-DCT ones below quality 96, accurate-DCT ones from 96 on
     /// (tests/simplejpeg.rs checks the bytes).
     fn set_compress_params(&mut self, quality: u8, subsamp: c_int) -> Result<(), Failure> {
-        self.set(
-            raw::TJPARAM_TJPARAM_QUALITY,
-            c_int::from(quality.clamp(1, 100)),
-        )?;
+        let quality = quality.clamp(1, 100);
+        self.set(raw::TJPARAM_TJPARAM_QUALITY, c_int::from(quality))?;
         self.set(raw::TJPARAM_TJPARAM_SUBSAMP, subsamp)?;
-        self.set(raw::TJPARAM_TJPARAM_FASTDCT, 1)?;
+        self.set(raw::TJPARAM_TJPARAM_FASTDCT, c_int::from(quality < 96))?;
         self.set(raw::TJPARAM_TJPARAM_NOREALLOC, 1)
     }
 

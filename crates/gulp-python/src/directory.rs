@@ -437,7 +437,7 @@ impl Directory {
                 Some(view) => {
                     let (start, end) = reader.jpeg_range(id, k, fi).map_err(io_err)?;
                     let (start, end) = (to_isize(start)?, to_isize(end)?);
-                    list.append(view.get_item(PySlice::new(py, start, end, 1))?)
+                    list.append(view.get_item(slice(py, start, end)?)?)
                 }
                 None => {
                     let bytes = py.detach(|| reader.read(id, k, fi)).map_err(io_err)?;
@@ -501,6 +501,13 @@ impl Directory {
         }
         Ok(list)
     }
+}
+
+/// `slice(start, end)`. Not `PySlice::new`: pyo3 0.30.1's leaks its
+/// integer arguments (`PySlice_New` does not steal the references it is
+/// given), 32 bytes per offset above 256, which is every raw frame read.
+fn slice(py: Python<'_>, start: isize, end: isize) -> PyResult<Bound<'_, PyAny>> {
+    py.get_type::<PySlice>().call1((start, end))
 }
 
 fn to_isize(v: u64) -> PyResult<isize> {
