@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then runs every test of the
-# workspace (unit, integration, doc tests, and one pass of each benchmark) and
-# the cross-compatibility suite against the real gulpio2 (scripts/compat.sh).
+# workspace (unit, integration, doc tests, and one pass of each benchmark),
+# the cross-compatibility suite against the real gulpio2 (scripts/compat.sh),
+# and the Python package's pytest suite (built and installed from this
+# checkout into .venv, compared with the real gulpio2).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -10,6 +12,8 @@ export GULP_PYTHON="$root/.venv/bin/python"
 # Benchmarks run once each as a smoke test; timings come from `cargo bench`.
 cargo test --workspace --benches --release -q
 scripts/compat.sh
+scripts/python-package.sh
+"$root/.venv/bin/python" -m pytest crates/gulp-python/tests -q -ra -p no:cacheprovider
 cargo test --workspace --doc
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
