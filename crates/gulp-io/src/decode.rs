@@ -962,6 +962,31 @@ impl crate::reader::ChunkReader {
         decode_jpeg_into(&jpeg, options, out).map_err(|e| self.locate_decode_error(e, id, index))
     }
 
+    /// Decodes frame `index` of `id` with `options` into a buffer that
+    /// `alloc` makes for the output shape: the header is read once, the
+    /// caller chooses where the pixels go (a pooled buffer, a slice of a
+    /// batch), and an error says where the frame is. Returns the shape
+    /// written, at the start of the buffer.
+    pub fn decode_frame_with<B: AsMut<[u8]>>(
+        &self,
+        id: &str,
+        index: usize,
+        options: &DecodeOptions,
+        alloc: impl FnOnce(Shape) -> B,
+    ) -> Result<(Shape, B)> {
+        let jpeg = self.frame(id, index)?;
+        let decode = || -> Result<(Shape, B)> {
+            let mut frame = JpegFrame::new(&jpeg, options.codec)?;
+            let header = *frame.header();
+            // Refused before the allocation, whatever the header claims.
+            check_size(header.width, header.height)?;
+            let mut buf = alloc(header.output_shape(options));
+            let shape = frame.decode_into(options, buf.as_mut())?;
+            Ok((shape, buf))
+        };
+        decode().map_err(|e| self.locate_decode_error(e, id, index))
+    }
+
     /// Adds the frame's place to a decoding error that has none.
     fn locate_decode_error(&self, e: crate::Error, id: &str, index: usize) -> crate::Error {
         match e.kind() {

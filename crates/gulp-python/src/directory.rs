@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gulp_io::{
-    ChunkReader, Codec, ColorMode, Crop, Dct, DecodeOptions, GulpDirectory, Image, JpegDecoder,
-    ReadMode, Scale, Upsampling,
+    ChunkReader, Codec, ColorMode, Crop, Dct, DecodeOptions, GulpDirectory, Image, ReadMode, Scale,
+    Shape, Upsampling,
 };
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
@@ -15,6 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString, PyTu
 
 use crate::convert::{item_to_py, to_py};
 use crate::errors::{Class, io_err};
+use crate::pool;
 use crate::views::map_view;
 
 /// A gulp directory opened for reading (the native side of
@@ -394,23 +395,20 @@ impl Directory {
         let options = decode_options(color, scale, crop, dct, upsampling, strict, codec)?;
         let (reader, n) = self.locate(py, id)?;
         let indices = resolve(sel, n, id)?;
-        let decoder = JpegDecoder { options };
-        let images = py
-            .detach(|| -> gulp_io::Result<Vec<Image>> {
+        let decode =
+            |k: usize| reader.decode_frame_with(id, k, &options, |shape| pool::take(shape.len()));
+        let frames = py
+            .detach(|| -> gulp_io::Result<Vec<(Shape, Vec<u8>)>> {
                 match indices {
-                    None => (0..n)
-                        .map(|k| reader.decode_frame(id, k, &decoder))
-                        .collect(),
-                    Some(ix) => ix
-                        .into_iter()
-                        .map(|k| reader.decode_frame(id, k, &decoder))
-                        .collect(),
+                    None => (0..n).map(decode).collect(),
+                    Some(ix) => ix.into_iter().map(decode).collect(),
                 }
             })
             .map_err(io_err)?;
+        pool::note_call(frames.iter().map(|(_, buf)| buf.capacity()).sum());
         let list = PyList::empty(py);
-        for image in images {
-            list.append(image_to_py(py, image)?)?;
+        for (shape, buf) in frames {
+            list.append(pool::frame_array(py, buf, shape)?)?;
         }
         Ok(list)
     }

@@ -14,6 +14,7 @@ mod convert;
 mod directory;
 mod errors;
 mod ingest;
+mod pool;
 mod views;
 mod writer;
 

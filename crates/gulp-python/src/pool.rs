@@ -1,0 +1,165 @@
+//! Pixel buffers recycled between decoded frames.
+//!
+//! A frame of 0.3 MP is a 0.9 MB array; allocated fresh each time, glibc
+//! hands back memory that the kernel must fault in and zero page by page
+//! (and trims it again when an item's frames are freed), which costs about
+//! 15 % of a decode. Arrays made here own a pooled buffer and give it back
+//! when numpy frees them, so a training loop decodes into memory that is
+//! already mapped. The pool holds as much as the largest of the last calls
+//! decoded (an item's frames), between [`MIN_POOL_BYTES`] and
+//! [`MAX_POOL_BYTES`]; it is only ever
+//! `try_lock`ed, so a fork while another thread holds the lock cannot
+//! deadlock the child (it allocates instead).
+
+#![allow(unsafe_code)]
+
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+use gulp_io::Shape;
+use ndarray::{ArrayView2, ArrayView3};
+use numpy::{PyArray2, PyArray3};
+use pyo3::prelude::*;
+
+/// The least the pool may keep for reuse.
+pub(crate) const MIN_POOL_BYTES: usize = 32 << 20;
+/// The most the pool may keep for reuse, whatever the calls decode.
+pub(crate) const MAX_POOL_BYTES: usize = 512 << 20;
+
+struct Pool {
+    free: Vec<Vec<u8>>,
+    bytes: usize,
+    /// What the pool may hold now: what recent calls decoded.
+    limit: usize,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    free: Vec::new(),
+    bytes: 0,
+    limit: MIN_POOL_BYTES,
+});
+
+/// Tells the pool that one call decoded `bytes` of frames, all alive at once
+/// in the caller's hands: the pool then keeps that much for the next call
+/// (the limit decays by an eighth per call towards smaller calls).
+pub(crate) fn note_call(bytes: usize) {
+    if let Ok(mut pool) = POOL.try_lock() {
+        let decayed = pool.limit - pool.limit / 8;
+        pool.limit = bytes
+            .saturating_add(bytes / 8)
+            .max(decayed)
+            .clamp(MIN_POOL_BYTES, MAX_POOL_BYTES);
+    }
+}
+
+/// A buffer of at least `len` bytes: a pooled one of about that size (its
+/// stale contents are overwritten by the decoder, and it keeps its whole
+/// length, all initialised, so that reusing it never zeroes anything), else a
+/// new zeroed one of `len` bytes.
+pub(crate) fn take(len: usize) -> Vec<u8> {
+    let reused = POOL.try_lock().ok().and_then(|mut pool| {
+        // The most recently returned buffer that fits: the likeliest to
+        // be still in the CPU's caches.
+        let best = pool
+            .free
+            .iter()
+            .rposition(|v| v.len() >= len && v.len() / 2 <= len)?;
+        let v = pool.free.remove(best);
+        pool.bytes -= v.capacity();
+        Some(v)
+    });
+    match reused {
+        Some(mut v) => {
+            // Pooled buffers keep their length equal to their capacity.
+            let cap = v.capacity();
+            v.resize(cap, 0);
+            v
+        }
+        None => vec![0; len],
+    }
+}
+
+/// Gives a buffer back for reuse (or frees it when the pool is full).
+pub(crate) fn give(v: Vec<u8>) {
+    let cap = v.capacity();
+    if cap == 0 {
+        return;
+    }
+    let mut evicted = Vec::new();
+    if let Ok(mut pool) = POOL.try_lock() {
+        if cap > pool.limit / 4 {
+            return;
+        }
+        while pool.bytes + cap > pool.limit && !pool.free.is_empty() {
+            let old = pool.free.remove(0);
+            pool.bytes -= old.capacity();
+            evicted.push(old);
+        }
+        pool.bytes += cap;
+        pool.free.push(v);
+    }
+    // `evicted` (and `v` when the lock was busy) are freed here, unlocked.
+}
+
+/// Owns a pooled buffer while a numpy array uses it; returns it to the pool
+/// when numpy drops the array.
+#[pyclass(frozen, module = "gulp._gulp")]
+pub(crate) struct PooledPixels {
+    ptr: NonNull<u8>,
+    len: usize,
+    cap: usize,
+}
+
+// SAFETY: the buffer is plain bytes owned by this object alone; Rust never
+// reads or writes it until `drop`, when no array refers to it any more.
+unsafe impl Send for PooledPixels {}
+unsafe impl Sync for PooledPixels {}
+
+impl Drop for PooledPixels {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len/cap come from a `Vec<u8>` that `frame_array` took
+        // apart and nothing else freed.
+        let v = unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.cap) };
+        give(v);
+    }
+}
+
+/// The first `shape.len()` bytes of `buf` as a numpy array `H×W×3` or
+/// `H×W` (writeable), owning all of `buf` without a copy.
+pub(crate) fn frame_array<'py>(
+    py: Python<'py>,
+    buf: Vec<u8>,
+    shape: Shape,
+) -> PyResult<Bound<'py, PyAny>> {
+    assert!(
+        shape.len() <= buf.len(),
+        "decoded shape larger than its buffer"
+    );
+    let mut buf = ManuallyDrop::new(buf);
+    let (ptr, len, cap) = (buf.as_mut_ptr(), buf.len(), buf.capacity());
+    let owner = PooledPixels {
+        // A Vec's pointer is never null (dangling but non-null when empty).
+        ptr: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+        len,
+        cap,
+    };
+    let owner = Bound::new(py, owner)?;
+    // SAFETY: `ptr` points to `len >= shape.len()` initialised bytes that
+    // `owner` keeps allocated (and never touches) until it is dropped; the
+    // array's base object is `owner`, so the array and its views cannot
+    // outlive the buffer. The buffer is not reallocated meanwhile.
+    let array = unsafe {
+        if shape.channels == 1 {
+            let view = ArrayView2::from_shape_ptr((shape.height, shape.width), ptr.cast_const());
+            PyArray2::<u8>::borrow_from_array(&view, owner.into_any()).into_any()
+        } else {
+            let view = ArrayView3::from_shape_ptr(
+                (shape.height, shape.width, shape.channels),
+                ptr.cast_const(),
+            );
+            PyArray3::<u8>::borrow_from_array(&view, owner.into_any()).into_any()
+        }
+    };
+    Ok(array)
+}
