@@ -29,6 +29,9 @@
 #      target/compare/bench-dirs for the next run): `gulp bench` raw, decode
 #      on 1 thread and on all, the open_phases example's GulpDirectory::open;
 #      scripts/bench_gulpio2_io.py bench on the same directories;
+#   4c. the Python package against gulpio2 from Python
+#      (scripts/bench_python.py: open of 200,000 items x 30 frames, gd[id]
+#      on the real frames, raw frames), each figure in a fresh interpreter;
 #   5. the table (scripts/compare_report.py), printed and written to
 #      bench-corpus/results/compare-DATE.md; the raw figures are in
 #      bench-corpus/results/compare-DATE/.
@@ -43,7 +46,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 case "${1:-}" in
     "") ;;
-    -h | --help) sed -n '2,39p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,42p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
 
@@ -134,6 +137,9 @@ make_dir() { # name, make_bench_dir arguments...
     touch "$DIRS/$name.done"
 }
 make_dir read-2000x8 --items 2000 --chunks 4 --frames-per-item 8 --meta-format json
+# For the Python package's open figure: 200,000 items x 30 frames (2.1 GB).
+make_dir open-200k-30-json --items 200000 --chunks 200 --frames-per-item 30 --meta-format json \
+    --jpeg crates/gulp-io/tests/data/black-gray-8x8.jpg
 for f in json msgpack; do
     make_dir "open-200k-$f" --items 200000 --chunks 200 --frames-per-item 4 --meta-format "$f" \
         --jpeg crates/gulp-io/tests/data/noise-24x16.jpg
@@ -154,9 +160,15 @@ done
 "$PY" scripts/bench_gulpio2_io.py bench --dirs "$DIRS" --json | tee "$RES/gulpio2-io.json" >&2
 phase_end reads
 
+phase_start python
+scripts/python-package.sh
+"$PY" scripts/bench_python.py --real "$REAL" --open "$DIRS/open-200k-30-json" --json |
+    tee "$RES/python.json" >&2
+phase_end python
+
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
 TOTAL=$((SECONDS - T_ALL))
-phases_json="$(for k in setup build ingest decode-real bench-dirs reads; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
+phases_json="$(for k in setup build ingest decode-real bench-dirs reads python; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
 "$PY" - "$RES/meta.json" <<EOF
 import json, os, platform, subprocess, sys
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")

@@ -202,6 +202,11 @@ def main():
                   "-" if ms is None else f"{ms:,.1f} ms",
                   f"{pj:,.0f} ms", None if ms is None else pj / ms, target, need)
 
+    py_json = os.path.join(res, "python.json")
+    if os.path.exists(py_json):
+        for task, g, p2, ratio, target, need in last_json("python.json")["rows"]:
+            ratio_row("Python: " + task.strip(), g, p2, ratio, target, need)
+
     table = ["| task | gulp | gulpio2 | ratio | target | met? |", "|---|---|---|---|---|---|"]
     table += ["| " + " | ".join(r) + " |" for r in rows]
     table = "\n".join(table)

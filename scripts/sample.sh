@@ -2,7 +2,8 @@
 # The main job on a small sample dataset: makes eight short videos with
 # ffmpeg in the 20BN (Something-Something) layout, gulps them with
 # `gulp ingest`, checks and describes the result, extracts a few frames, and
-# reads the same directory with the real gulpio2 to show it is compatible.
+# reads the same directory with the real gulpio2 to show it is compatible,
+# and from Python with the gulp package built from this checkout.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -50,5 +51,19 @@ frames, meta = gd["1000", ::8]
 print(f"gulpio2 reads {len(ids)} items in {len(gd.all_meta_dicts)} chunks; "
       f"item 1000 has {len(gd.merged_meta_dict['1000']['frame_info'])} frames, "
       f"every 8th: {len(frames)} arrays of shape {frames[0].shape}; meta {meta}")
+PY
+echo "== the gulp Python package reads it (pip install ./crates/gulp-python, into .venv)"
+scripts/python-package.sh
+"$root/.venv/bin/python" - "$out/gulp" <<'PY'
+import sys
+import gulp
+gd = gulp.GulpDirectory(sys.argv[1])
+frames, meta = gd["1000", ::8]
+small = gd.read("1000", [0], scale="1/2")[0]
+raw = gd.raw("1000")
+print(f"gulp (Python) reads {len(gd)} items in {gd.num_chunks} chunks; item 1000: "
+      f"every 8th frame: {len(frames)} arrays of shape {frames[0].shape}, at 1/2 scale "
+      f"{small.shape}, {len(raw)} raw JPEGs ({sum(map(len, raw)) / 1e3:.0f} kB, zero-copy); "
+      f"meta {meta}; check: {gulp.check(sys.argv[1])}")
 PY
 echo "sample gulp directory: $out/gulp"
