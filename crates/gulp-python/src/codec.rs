@@ -57,6 +57,19 @@ fn pixels(img: &Bound<'_, PyAny>) -> PyResult<Pixels> {
     })
 }
 
+/// Pixels as a numpy array (`H×W×3` or `H×W`), without a copy.
+fn pixels_to_py(py: Python<'_>, px: Pixels) -> PyResult<Bound<'_, PyAny>> {
+    image_to_py(
+        py,
+        gulp_io::Image {
+            height: px.height as usize,
+            width: px.width as usize,
+            channels: usize::from(px.channels),
+            pixels: px.data,
+        },
+    )
+}
+
 /// Encodes pixels to JPEG as gulpio2 does (4:4:4, baseline, simplejpeg's
 /// settings), in `quality` 1-100.
 pub(crate) fn encode_pixels(px: &Pixels, quality: u8) -> PyResult<Vec<u8>> {
@@ -130,15 +143,7 @@ pub(crate) fn resize<'py>(
         })
         .map_err(|e| Class::Invalid.err(e))?;
     let px = out.unwrap_or(px);
-    image_to_py(
-        py,
-        gulp_io::Image {
-            height: px.height as usize,
-            width: px.width as usize,
-            channels: usize::from(px.channels),
-            pixels: px.data,
-        },
-    )
+    pixels_to_py(py, px)
 }
 
 /// Decodes an image file's bytes (JPEG, PNG, BMP, GIF, TIFF, WebP) to a
@@ -149,13 +154,5 @@ pub(crate) fn decode_image<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<
     let px = py
         .detach(|| gulp_ingest::frames::decode_image(data))
         .map_err(|e| Class::Decode.err(e))?;
-    image_to_py(
-        py,
-        gulp_io::Image {
-            height: px.height as usize,
-            width: px.width as usize,
-            channels: usize::from(px.channels),
-            pixels: px.data,
-        },
-    )
+    pixels_to_py(py, px)
 }

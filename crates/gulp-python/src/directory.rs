@@ -204,6 +204,19 @@ impl Directory {
         .map_err(io_err)
     }
 
+    /// The reader of `id`'s chunk and the frame indices `sel` selects, every
+    /// frame for `None`.
+    fn selected(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        sel: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(&ChunkReader, Vec<usize>)> {
+        let (reader, n) = self.locate(py, id)?;
+        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        Ok((reader, indices))
+    }
+
     /// The chunk index (position in `chunks()`) holding `id`.
     fn chunk_index(&self, id: &str) -> PyResult<usize> {
         let number = self
@@ -459,8 +472,7 @@ impl Directory {
         id: &str,
         sel: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (reader, n) = self.locate(py, id)?;
-        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        let (reader, indices) = self.selected(py, id, sel)?;
         let list = PyList::empty(py);
         for k in indices {
             let bytes = py.detach(|| reader.frame(id, k)).map_err(io_err)?;
@@ -478,8 +490,7 @@ impl Directory {
         id: &str,
         sel: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (reader, n) = self.locate(py, id)?;
-        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        let (reader, indices) = self.selected(py, id, sel)?;
         let codec = DecodeOptions::default().codec;
         let shapes = py
             .detach(|| -> gulp_io::Result<Vec<(usize, usize, usize)>> {

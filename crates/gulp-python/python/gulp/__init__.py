@@ -21,22 +21,7 @@ import json as _json
 
 from . import _gulp
 from . import adapters, errors, fileio, utils
-from .errors import (
-    ChunkExistsError,
-    DecodeError,
-    DuplicateIdError,
-    EncodeError,
-    FormatError,
-    GulpError,
-    GulpFileNotFoundError,
-    GulpIOError,
-    IngestError,
-    InvalidInputError,
-    InvalidSelectionError,
-    SelectionError,
-    SelectionTypeError,
-    UnknownIdError,
-)
+from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
 
 __version__ = _gulp.__version__
@@ -56,22 +41,8 @@ __all__ = [
     "errors",
     "fileio",
     "utils",
-    "GulpError",
-    "GulpIOError",
-    "GulpFileNotFoundError",
-    "FormatError",
-    "DuplicateIdError",
-    "UnknownIdError",
-    "SelectionError",
-    "SelectionTypeError",
-    "InvalidSelectionError",
-    "DecodeError",
-    "EncodeError",
-    "ChunkExistsError",
-    "InvalidInputError",
-    "IngestError",
     "__version__",
-]
+] + errors.__all__
 
 
 class CheckReport:
