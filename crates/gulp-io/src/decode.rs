@@ -987,6 +987,25 @@ impl crate::reader::ChunkReader {
         decode().map_err(|e| self.locate_decode_error(e, id, index))
     }
 
+    /// Runs `f` on frame `index` of `id` opened as a [`JpegFrame`] (its
+    /// header read once): the caller chooses how to decode from the header
+    /// (a scale and a region for a crop, a slice of a batch for the
+    /// output), and a decoding error from `f` says where the frame is.
+    pub fn with_frame<T>(
+        &self,
+        id: &str,
+        index: usize,
+        codec: Codec,
+        f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let jpeg = self.frame(id, index)?;
+        let run = || -> Result<T> {
+            let mut frame = JpegFrame::new(&jpeg, codec)?;
+            f(&mut frame)
+        };
+        run().map_err(|e| self.locate_decode_error(e, id, index))
+    }
+
     /// Adds the frame's place to a decoding error that has none.
     fn locate_decode_error(&self, e: crate::Error, id: &str, index: usize) -> crate::Error {
         match e.kind() {

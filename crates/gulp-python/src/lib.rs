@@ -14,6 +14,7 @@ mod convert;
 mod directory;
 mod errors;
 mod ingest;
+mod loader;
 mod pool;
 mod views;
 mod writer;
@@ -34,6 +35,8 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_class::<directory::Directory>()?;
     m.add_class::<writer::Writer>()?;
+    m.add_class::<loader::Loader>()?;
+    m.add_class::<loader::BatchIter>()?;
     m.add_function(wrap_pyfunction!(codec::encode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(codec::jpeg_header, m)?)?;

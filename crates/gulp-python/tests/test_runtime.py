@@ -62,38 +62,42 @@ def large_dir(tmp_path_factory):
     return write_chunks(gulp.fileio, str(tmp_path_factory.mktemp("large") / "d"), items, 2)
 
 
-def _time_reads(gd, threads, reads_per_thread):
+def _read_intervals(gd, reads):
+    """Each thread's (start, end) of every gd[id] call."""
     ids = gd.ids()
+    intervals = [[], []]
 
-    def work():
-        for k in range(reads_per_thread):
+    def work(mine):
+        for k in range(reads):
+            start = time.perf_counter()
             gd[ids[k % len(ids)]]
+            mine.append((start, time.perf_counter()))
 
-    workers = [threading.Thread(target=work) for _ in range(threads)]
-    start = time.perf_counter()
+    workers = [threading.Thread(target=work, args=(mine,)) for mine in intervals]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    return time.perf_counter() - start
+    return intervals
 
 
-def test_two_threads_decode_faster_than_one(large_dir):
-    """Decoding releases the GIL: two threads doing the same number of reads
-    each take about as long as one thread doing one share (2 cores)."""
-    if (os.cpu_count() or 1) < 2:
-        pytest.skip("needs two cores")
+def _overlap(a, b):
+    return sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
+
+
+def test_two_threads_decode_at_the_same_time(large_dir):
+    """Decoding releases the GIL: two threads' calls overlap in time. With
+    the GIL held through a call, one thread's calls would fit between the
+    other's and overlap only at their edges. (Whether that makes two
+    threads twice as fast depends on free cores: scripts/bench_python.py
+    measures it.)"""
     gd = gulp.GulpDirectory(large_dir)
-    _time_reads(gd, 1, 4)  # warm up: maps, meta
-    best = 0.0
-    for _ in range(3):
-        one = _time_reads(gd, 1, 16)
-        two = _time_reads(gd, 2, 8)
-        best = max(best, one / two)
-        if best > 1.5:
-            break
-    print(f"1 thread / 2 threads, same total reads: {best:.2f}x")
-    assert best > 1.5
+    gd[gd.ids()[0]]  # warm up: maps, meta
+    a, b = _read_intervals(gd, 8)
+    busy = sum(e - s for s, e in a) + sum(e - s for s, e in b)
+    shared = _overlap(a, b)
+    print(f"time both threads were inside a call: {2 * shared / busy:.0%} of the calls' time")
+    assert 2 * shared / busy > 0.5
 
 
 def test_other_threads_run_during_a_decode(large_dir):

@@ -14,13 +14,17 @@ released::
 
 ``gulp.fileio``, ``gulp.utils`` and ``gulp.adapters`` carry gulpio2's names;
 ``gulp.ingest`` runs the built-in adapters of the ``gulp`` command,
-``gulp.check`` checks a directory, and every error is a ``gulp.GulpError``.
+``gulp.check`` checks a directory, ``gulp.ClipLoader`` gives training
+batches of clips (``gulp.torch`` wraps it for PyTorch, ``gulp.dataset`` and
+``gulp.transforms`` carry GulpIO v1's), and every error is a
+``gulp.GulpError``.
 """
 
 import json as _json
 
 from . import _gulp
 from . import adapters, errors, fileio, utils
+from .clips import Batch, ClipLoader
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
 
@@ -33,6 +37,8 @@ __all__ = [
     "GulpChunk",
     "ChunkWriter",
     "GulpIngestor",
+    "ClipLoader",
+    "Batch",
     "CheckReport",
     "check",
     "ingest",

@@ -1,0 +1,54 @@
+//! Training batches of video clips straight from a gulp directory.
+//!
+//! A [`Loader`] turns the items of a directory into batches of clips
+//! (`[B, T, H, W, 3]` `uint8`), decoded on a pool of threads with
+//! libjpeg-turbo's DCT scaling and region decoding so that no pixel is
+//! decoded that the output does not need:
+//!
+//! - **sampling** ([`Sampling`]): which frames of an item make a clip
+//!   (GulpIO's window, TSN's segments, uniform, dense), with several clips
+//!   per item for evaluation;
+//! - **spatial transforms** ([`Spatial`]): resize by the short edge, random,
+//!   centre, random resized or three crops, horizontal flip; one draw per
+//!   clip;
+//! - **order** ([`Order`]): a seeded shuffle per epoch, split between the
+//!   ranks of a distributed job as PyTorch's `DistributedSampler` splits it;
+//!   batches that depend only on the seed, the epoch and their number, so
+//!   the thread count does not change them and a saved [`State`] resumes
+//!   mid-epoch exactly.
+//!
+//! ```no_run
+//! # fn main() -> gulp_loader::Result<()> {
+//! use gulp_loader::{CropMode, Loader, LoaderOptions, Sampling, Spatial};
+//! let options = LoaderOptions {
+//!     frames: 8,
+//!     sampling: Sampling::Segments,
+//!     spatial: Spatial { resize: Some(128), size: Some((112, 112)), crop: CropMode::Random, flip: true },
+//!     batch_size: 8,
+//!     ..LoaderOptions::default()
+//! };
+//! let mut loader = Loader::open("/data/jester-gulp", options)?;
+//! for batch in loader.iter() {
+//!     let batch = batch?;
+//!     println!("{:?} {:?}", batch.shape, batch.labels);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![deny(unsafe_code)]
+
+mod error;
+mod loader;
+mod order;
+mod rng;
+mod sampling;
+mod transform;
+
+pub use crate::error::{Error, Result};
+pub use crate::loader::{
+    Batch, Batches, LABEL_FILE, Labels, Loader, LoaderOptions, OnError, Skipped, State,
+};
+pub use crate::order::{Order, Slot};
+pub use crate::rng::Rng;
+pub use crate::sampling::{Placement, Sampling, clip_indices};
+pub use crate::transform::{CropMode, Geometry, Renderer, Spatial, resized_size};

@@ -1,0 +1,790 @@
+//! The clip loader: batches of clips from a gulp directory, decoded on a
+//! pool of threads into preallocated buffers, in an order fixed by the seed
+//! and the epoch.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use gulp_format::{JsonSerializer, Value};
+use gulp_io::{DecodeOptions, GulpDirectory};
+
+use crate::error::{Error, Result};
+use crate::order::{Order, Slot};
+use crate::rng::Rng;
+use crate::sampling::{Placement, Sampling, clip_indices};
+use crate::transform::{Geometry, Renderer, Spatial};
+
+/// The label index file beside the chunks, as gulpio2 writes it.
+pub const LABEL_FILE: &str = "label2idx.json";
+
+/// What to do with a clip whose frame fails to decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// Stop: the batch's error names the id, the frame and the byte offset.
+    #[default]
+    Raise,
+    /// Leave the clip out of its batch (which is then smaller), count it and
+    /// say why in [`Batch::skipped`].
+    Skip,
+}
+
+/// Where labels come from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Labels {
+    /// The key of the item's meta (`meta_data[0]`) holding its label.
+    pub key: String,
+    /// Label → class index; `None` reads the directory's `label2idx.json`
+    /// (if it has none, integer labels are used as they are, and an item
+    /// whose label is a string is an error).
+    pub index: Option<Vec<(String, i64)>>,
+}
+
+/// Everything a loader does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoaderOptions {
+    /// Frames per clip (`T`); 1 for images.
+    pub frames: usize,
+    /// How a clip's frames are chosen.
+    pub sampling: Sampling,
+    /// Distance between frames of a window (window and dense sampling).
+    pub step: usize,
+    /// Clips taken from each item (evaluation: evenly placed).
+    pub clips: usize,
+    /// Resize, crop and flip.
+    pub spatial: Spatial,
+    /// Clips per batch (`B`).
+    pub batch_size: usize,
+    /// Shuffle, seed, ranks.
+    pub order: Order,
+    /// Training: random clip positions, crops and flips. Otherwise clips
+    /// are placed evenly and crops centred.
+    pub train: bool,
+    /// Decoding threads; 0 for one per core.
+    pub threads: usize,
+    /// Batches in flight per thread (decoded ahead of the consumer).
+    pub prefetch: usize,
+    /// A clip that fails to decode.
+    pub on_error: OnError,
+    /// Labels.
+    pub labels: Labels,
+    /// Codec, DCT and strictness of decoding (scale, crop and colour are the
+    /// loader's).
+    pub decode: DecodeOptions,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> LoaderOptions {
+        LoaderOptions {
+            frames: 8,
+            sampling: Sampling::Segments,
+            step: 1,
+            clips: 1,
+            spatial: Spatial {
+                resize: Some(128),
+                size: Some((112, 112)),
+                crop: crate::CropMode::Random,
+                flip: true,
+            },
+            batch_size: 8,
+            order: Order::default(),
+            train: true,
+            threads: 0,
+            prefetch: 2,
+            on_error: OnError::Raise,
+            labels: Labels {
+                key: "label".into(),
+                index: None,
+            },
+            decode: DecodeOptions::default(),
+        }
+    }
+}
+
+/// One item of the directory as the loader sees it.
+#[derive(Debug, Clone)]
+struct Item {
+    id: String,
+    chunk: usize,
+    frames: usize,
+    label: i64,
+}
+
+/// A clip left out of its batch ([`OnError::Skip`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The item.
+    pub id: String,
+    /// Why (with the frame and byte offset).
+    pub reason: String,
+}
+
+/// One batch of clips.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The epoch it belongs to.
+    pub epoch: u64,
+    /// Its number in the epoch (this rank's batches count from 0).
+    pub index: usize,
+    /// `[B, T, H, W, 3]` `uint8` pixels, row-major.
+    pub frames: Vec<u8>,
+    /// `[B, T, H, W, 3]`.
+    pub shape: [usize; 5],
+    /// Class index of each clip (-1 for an item without a label).
+    pub labels: Vec<i64>,
+    /// Item id of each clip.
+    pub ids: Vec<String>,
+    /// Frame indices of each clip, `B × T`, row-major.
+    pub indices: Vec<usize>,
+    /// View of each clip: `clip * crops + crop` (0 with one clip and one
+    /// crop).
+    pub views: Vec<usize>,
+    /// Clips left out ([`OnError::Skip`]).
+    pub skipped: Vec<Skipped>,
+}
+
+/// Where iteration resumes: the epoch and the next batch of this rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct State {
+    /// The epoch.
+    pub epoch: u64,
+    /// Batches of the epoch already yielded.
+    pub batch: usize,
+    /// The loader's seed.
+    pub seed: u64,
+    /// Rank and world size.
+    pub rank: usize,
+    /// World size.
+    pub world_size: usize,
+    /// Batches per epoch of this rank (a check that the data and options
+    /// are the same).
+    pub batches: usize,
+    /// Items in the directory (the same check).
+    pub items: usize,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: GulpDirectory,
+    items: Vec<Item>,
+    options: LoaderOptions,
+    threads: usize,
+}
+
+/// Batches of clips from a gulp directory.
+///
+/// ```no_run
+/// # fn main() -> gulp_loader::Result<()> {
+/// use gulp_loader::{Loader, LoaderOptions};
+/// let mut loader = Loader::open("/data/something-gulp", LoaderOptions::default())?;
+/// for epoch in 0..10 {
+///     loader.set_epoch(epoch);
+///     for batch in loader.iter() {
+///         let batch = batch?;
+///         assert_eq!(batch.shape[1..], [8, 112, 112, 3]);
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Loader {
+    inner: Arc<Inner>,
+    position: Arc<Mutex<(u64, usize)>>,
+}
+
+impl Loader {
+    /// Opens `path` (parses every chunk's meta, reads the labels) and
+    /// checks the options.
+    pub fn open(path: impl AsRef<Path>, options: LoaderOptions) -> Result<Loader> {
+        let path = path.as_ref();
+        check_options(&options)?;
+        let dir = GulpDirectory::open(path)?;
+        let index = match &options.labels.index {
+            Some(pairs) => Some(pairs.iter().cloned().collect()),
+            None => read_label_file(path)?,
+        };
+        let mut items = Vec::with_capacity(dir.len());
+        for (chunk, entry) in dir.chunks().iter().enumerate() {
+            for (id, item) in entry.meta()?.iter() {
+                let label = label_of(
+                    path,
+                    id,
+                    item.first_meta_data(),
+                    &options.labels.key,
+                    index.as_ref(),
+                )?;
+                items.push(Item {
+                    id: id.to_owned(),
+                    chunk,
+                    frames: item.frame_info.len(),
+                    label,
+                });
+            }
+        }
+        if let Some(empty) = items.iter().find(|i| i.frames == 0) {
+            return Err(Error::Clip {
+                id: empty.id.clone(),
+                reason: format!("item has no frames (in {})", path.display()),
+            });
+        }
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        } else {
+            options.threads
+        };
+        Ok(Loader {
+            inner: Arc::new(Inner {
+                dir,
+                items,
+                options,
+                threads,
+            }),
+            position: Arc::new(Mutex::new((0, 0))),
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LoaderOptions {
+        &self.inner.options
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.inner.dir.path()
+    }
+
+    /// Items in the directory.
+    pub fn items(&self) -> usize {
+        self.inner.items.len()
+    }
+
+    /// Decoding threads.
+    pub fn threads(&self) -> usize {
+        self.inner.threads
+    }
+
+    /// Clips per item per epoch (clips × crops).
+    pub fn views(&self) -> usize {
+        let o = &self.inner.options;
+        o.clips * o.spatial.crop.views()
+    }
+
+    /// Clips of this rank per epoch.
+    pub fn samples(&self) -> usize {
+        self.inner.options.order.per_rank(self.inner.items.len()) * self.views()
+    }
+
+    /// Batches of this rank per epoch.
+    pub fn len(&self) -> usize {
+        let o = &self.inner.options;
+        o.order.batches(self.samples(), o.batch_size)
+    }
+
+    /// Whether an epoch has no batch.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The current epoch.
+    pub fn epoch(&self) -> u64 {
+        self.position().0
+    }
+
+    fn position(&self) -> (u64, usize) {
+        *self.position.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the epoch of the next iteration (its shuffle and draws). Moving
+    /// to another epoch starts it from its first batch; setting the current
+    /// epoch keeps the position (so a resumed run's `set_epoch` keeps the
+    /// resumed place). A completed pass moves to the next epoch by itself.
+    pub fn set_epoch(&mut self, epoch: u64) {
+        let mut pos = self.position.lock().unwrap_or_else(PoisonError::into_inner);
+        if pos.0 != epoch {
+            *pos = (epoch, 0);
+        }
+    }
+
+    /// Where the next iteration starts.
+    pub fn state(&self) -> State {
+        let (epoch, batch) = self.position();
+        let o = &self.inner.options.order;
+        State {
+            epoch,
+            batch,
+            seed: o.seed,
+            rank: o.rank,
+            world_size: o.world_size,
+            batches: self.len(),
+            items: self.items(),
+        }
+    }
+
+    /// Resumes from `state`: the next iteration yields exactly the batches
+    /// that followed it. The state must come from a loader with the same
+    /// seed, ranks and data.
+    pub fn load_state(&mut self, state: &State) -> Result<()> {
+        let now = self.state();
+        let same = (now.seed, now.rank, now.world_size, now.batches, now.items)
+            == (
+                state.seed,
+                state.rank,
+                state.world_size,
+                state.batches,
+                state.items,
+            );
+        if !same {
+            return Err(Error::State(format!(
+                "saved by a loader with seed {}, rank {}/{}, {} batches of {} items; this one has seed {}, rank {}/{}, {} batches of {} items",
+                state.seed,
+                state.rank,
+                state.world_size,
+                state.batches,
+                state.items,
+                now.seed,
+                now.rank,
+                now.world_size,
+                now.batches,
+                now.items
+            )));
+        }
+        if state.batch > now.batches {
+            return Err(Error::State(format!(
+                "batch {} is past the end of the epoch ({} batches)",
+                state.batch, now.batches
+            )));
+        }
+        *self.position.lock().unwrap_or_else(PoisonError::into_inner) = (state.epoch, state.batch);
+        Ok(())
+    }
+
+    /// The clips of this rank in `epoch`, in order.
+    fn plan(&self, epoch: u64) -> Vec<Sample> {
+        let o = &self.inner.options;
+        let crops = o.spatial.crop.views();
+        o.order
+            .rank_slots(self.inner.items.len(), epoch)
+            .into_iter()
+            .flat_map(|slot| {
+                (0..o.clips)
+                    .flat_map(move |clip| (0..crops).map(move |crop| Sample { slot, clip, crop }))
+            })
+            .collect()
+    }
+
+    /// Iterates over the rest of the current epoch from the current
+    /// position, decoding ahead on the loader's threads. Each yielded batch
+    /// advances the position; after the last one the position is the start
+    /// of the next epoch. Dropping the iterator stops the threads.
+    pub fn iter(&mut self) -> Batches {
+        let (epoch, start) = self.position();
+        let start = if start >= self.len() { 0 } else { start };
+        let samples = Arc::new(self.plan(epoch));
+        let inner = Arc::clone(&self.inner);
+        let end = self.len();
+        let in_flight = (inner.threads * inner.options.prefetch.max(1)).max(1);
+        let (job_tx, job_rx) = crossbeam_channel::unbounded::<usize>();
+        let (res_tx, res_rx) = crossbeam_channel::unbounded();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let workers = (0..inner.threads.min(end.saturating_sub(start)).max(1))
+            .map(|_| {
+                let (inner, samples, job_rx, res_tx, cancel) = (
+                    Arc::clone(&inner),
+                    Arc::clone(&samples),
+                    job_rx.clone(),
+                    res_tx.clone(),
+                    Arc::clone(&cancel),
+                );
+                std::thread::spawn(move || {
+                    let mut renderer = Renderer::default();
+                    for index in job_rx {
+                        if cancel.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let batch =
+                            make_batch(&inner, &samples, epoch, index, &mut renderer, &cancel);
+                        if res_tx.send((index, batch)).is_err() {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut batches = Batches {
+            position: Arc::clone(&self.position),
+            epoch,
+            next: start,
+            dispatched: start,
+            end,
+            in_flight,
+            jobs: Some(job_tx),
+            results: res_rx,
+            ready: BTreeMap::new(),
+            workers,
+            cancel,
+            failed: false,
+        };
+        batches.dispatch();
+        batches
+    }
+}
+
+fn check_options(o: &LoaderOptions) -> Result<()> {
+    let bad = |m: &str| Err(Error::Config(m.to_owned()));
+    if o.frames == 0 {
+        return bad("frames must be at least 1");
+    }
+    if o.step == 0 {
+        return bad("step must be at least 1");
+    }
+    if o.clips == 0 {
+        return bad("clips must be at least 1");
+    }
+    if o.batch_size == 0 {
+        return bad("batch_size must be at least 1");
+    }
+    if o.order.world_size == 0 || o.order.rank >= o.order.world_size {
+        return Err(Error::Config(format!(
+            "rank {} is not in 0..world_size ({})",
+            o.order.rank, o.order.world_size
+        )));
+    }
+    if o.spatial.resize == Some(0) {
+        return bad("resize must be at least 1 pixel");
+    }
+    if let Some((h, w)) = o.spatial.size {
+        if h == 0 || w == 0 {
+            return bad("size must be at least 1x1 pixel");
+        }
+    } else if o.spatial.crop != crate::CropMode::None {
+        return bad("a crop needs a size");
+    }
+    if let crate::CropMode::RandomResized { scale, ratio } = o.spatial.crop {
+        let ok = |(a, b): (f64, f64), lo: f64| a.is_finite() && b.is_finite() && lo < a && a <= b;
+        if !ok(scale, 0.0) || scale.1 > 1.0 || !ok(ratio, 0.0) {
+            return bad(
+                "random_resized needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max",
+            );
+        }
+    }
+    Ok(())
+}
+
+fn read_label_file(dir: &Path) -> Result<Option<BTreeMap<String, i64>>> {
+    let path = dir.join(LABEL_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(gulp_io::Error::from(gulp_io::ErrorKind::Io {
+                op: "reading",
+                path,
+                source,
+            })
+            .into());
+        }
+    };
+    let bad = |reason: String| Error::Label {
+        path: path.clone(),
+        id: String::new(),
+        reason,
+    };
+    let value = JsonSerializer::parse_value(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let Value::Object(map) = value else {
+        return Err(bad("expected an object of label: index".into()));
+    };
+    map.iter()
+        .map(|(label, idx)| {
+            idx.as_i64()
+                .map(|i| (label.clone(), i))
+                .ok_or_else(|| bad(format!("label {label:?} has index {idx:?}, not an integer")))
+        })
+        .collect::<Result<_>>()
+        .map(Some)
+}
+
+fn label_of(
+    dir: &Path,
+    id: &str,
+    meta: Option<&Value>,
+    key: &str,
+    index: Option<&BTreeMap<String, i64>>,
+) -> Result<i64> {
+    let bad = |reason: String| Error::Label {
+        path: dir.to_owned(),
+        id: id.to_owned(),
+        reason,
+    };
+    let value = match meta {
+        Some(Value::Object(map)) => map.get(key),
+        _ => None,
+    };
+    match value {
+        None | Some(Value::Null) => Ok(-1),
+        Some(Value::Int(i)) => Ok(*i),
+        Some(Value::String(label)) => match index {
+            Some(index) => index.get(label).copied().ok_or_else(|| {
+                bad(format!(
+                    "label {label:?} is not in {}",
+                    dir.join(LABEL_FILE).display()
+                ))
+            }),
+            None => Err(bad(format!(
+                "label {label:?} is a string and there is no {LABEL_FILE} to number it"
+            ))),
+        },
+        Some(other) => Err(bad(format!(
+            "meta key {key:?} holds {other:?}, not a label"
+        ))),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    slot: Slot,
+    clip: usize,
+    crop: usize,
+}
+
+/// Decodes batch `index` of the epoch's `samples`.
+fn make_batch(
+    inner: &Inner,
+    samples: &[Sample],
+    epoch: u64,
+    index: usize,
+    renderer: &mut Renderer,
+    cancel: &AtomicBool,
+) -> Result<Batch> {
+    let o = &inner.options;
+    let from = index * o.batch_size;
+    let part = &samples[from..(from + o.batch_size).min(samples.len())];
+    let t = o.frames;
+    let mut frames = Vec::new();
+    if let Some((h, w)) = o.spatial.size {
+        frames.reserve_exact(part.len() * t * h * w * 3);
+    }
+    let mut batch = Batch {
+        epoch,
+        index,
+        frames: Vec::new(),
+        shape: [0, t, 0, 0, 3],
+        labels: Vec::with_capacity(part.len()),
+        ids: Vec::with_capacity(part.len()),
+        indices: Vec::with_capacity(part.len() * t),
+        views: Vec::with_capacity(part.len()),
+        skipped: Vec::new(),
+    };
+    let mut out_size: Option<(usize, usize, String)> = None;
+    for sample in part {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let item = &inner.items[sample.slot.item];
+        let start = frames.len();
+        match make_clip(
+            inner,
+            item,
+            sample,
+            epoch,
+            renderer,
+            &mut frames,
+            &mut out_size,
+        ) {
+            Ok(indices) => {
+                batch.labels.push(item.label);
+                batch.ids.push(item.id.clone());
+                batch.indices.extend(indices);
+                batch
+                    .views
+                    .push(sample.clip * o.spatial.crop.views() + sample.crop);
+            }
+            Err(e) => {
+                frames.truncate(start);
+                match (o.on_error, &e) {
+                    (OnError::Skip, Error::Io(_) | Error::Clip { .. }) => {
+                        batch.skipped.push(Skipped {
+                            id: item.id.clone(),
+                            reason: e.to_string(),
+                        });
+                    }
+                    _ => return Err(e),
+                }
+            }
+        }
+    }
+    let (h, w) = out_size.map_or((0, 0), |(h, w, _)| (h, w));
+    batch.shape = [batch.ids.len(), t, h, w, 3];
+    batch.frames = frames;
+    Ok(batch)
+}
+
+/// Decodes one clip at the end of `frames`; returns its frame indices.
+fn make_clip(
+    inner: &Inner,
+    item: &Item,
+    sample: &Sample,
+    epoch: u64,
+    renderer: &mut Renderer,
+    frames: &mut Vec<u8>,
+    out_size: &mut Option<(usize, usize, String)>,
+) -> Result<Vec<usize>> {
+    let o = &inner.options;
+    let reader = inner.dir.reader(item.chunk)?;
+    let mut rng = Rng::new(&[
+        o.order.seed,
+        epoch,
+        sample.slot.position as u64,
+        sample.clip as u64,
+    ]);
+    let placement = if o.train {
+        Placement::Random(&mut rng)
+    } else {
+        Placement::Fixed {
+            index: sample.clip,
+            count: o.clips,
+        }
+    };
+    let indices = clip_indices(o.sampling, o.frames, o.step, item.frames, placement);
+    let codec = o.decode.codec;
+    let first = reader.with_frame(&item.id, indices[0], codec, |f| Ok(*f.header()))?;
+    let geometry: Geometry = o
+        .spatial
+        .draw(
+            first.width,
+            first.height,
+            o.train.then_some(&mut rng),
+            sample.crop,
+        )
+        .map_err(|reason| Error::Clip {
+            id: item.id.clone(),
+            reason,
+        })?;
+    let (oh, ow) = geometry.out;
+    match out_size {
+        Some((h, w, other)) if (*h, *w) != (oh, ow) => {
+            return Err(Error::Config(format!(
+                "clips of different sizes in one batch: id {other:?} gives {w}x{h}, id {:?} {ow}x{oh}; give a size (and a crop) so that every clip has the same",
+                item.id
+            )));
+        }
+        Some(_) => {}
+        None => *out_size = Some((oh, ow, item.id.clone())),
+    }
+    let per_frame = oh * ow * 3;
+    let start = frames.len();
+    frames.resize(start + indices.len() * per_frame, 0);
+    for (k, &fi) in indices.iter().enumerate() {
+        let out = &mut frames[start + k * per_frame..start + (k + 1) * per_frame];
+        reader.with_frame(&item.id, fi, codec, |frame| {
+            renderer.render(frame, &geometry, &o.decode, out)
+        })?;
+    }
+    Ok(indices)
+}
+
+/// The batches of one pass, in order; see [`Loader::iter`].
+#[derive(Debug)]
+pub struct Batches {
+    position: Arc<Mutex<(u64, usize)>>,
+    epoch: u64,
+    next: usize,
+    dispatched: usize,
+    end: usize,
+    in_flight: usize,
+    jobs: Option<Sender<usize>>,
+    results: Receiver<(usize, Result<Batch>)>,
+    ready: BTreeMap<usize, Result<Batch>>,
+    workers: Vec<JoinHandle<()>>,
+    cancel: Arc<AtomicBool>,
+    failed: bool,
+}
+
+impl Batches {
+    fn dispatch(&mut self) {
+        while self.dispatched < self.end && self.dispatched - self.next < self.in_flight {
+            if let Some(jobs) = &self.jobs {
+                // The workers hold the receiver until this sender drops.
+                let _ = jobs.send(self.dispatched);
+            }
+            self.dispatched += 1;
+        }
+        if self.dispatched >= self.end {
+            self.jobs = None;
+        }
+    }
+
+    /// Batches not yet yielded.
+    pub fn remaining(&self) -> usize {
+        self.end - self.next
+    }
+
+    fn stop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        self.jobs = None;
+        for worker in self.workers.drain(..) {
+            // A worker only panics on a bug; the batch it was making is
+            // then reported missing below.
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Iterator for Batches {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Result<Batch>> {
+        if self.failed || self.next >= self.end {
+            return None;
+        }
+        let result = loop {
+            if let Some(result) = self.ready.remove(&self.next) {
+                break result;
+            }
+            match self.results.recv() {
+                Ok((index, result)) => {
+                    self.ready.insert(index, result);
+                }
+                Err(_) => {
+                    break Err(Error::Config(format!(
+                        "batch {} was not made: a decoding thread stopped",
+                        self.next
+                    )));
+                }
+            }
+        };
+        if result.is_err() {
+            self.failed = true;
+            self.stop();
+            return Some(result);
+        }
+        self.next += 1;
+        {
+            let mut pos = self.position.lock().unwrap_or_else(PoisonError::into_inner);
+            // A set_epoch or load_state during the pass wins.
+            if pos.0 == self.epoch {
+                *pos = if self.next >= self.end {
+                    (self.epoch + 1, 0)
+                } else {
+                    (self.epoch, self.next)
+                };
+            }
+        }
+        self.dispatch();
+        Some(result)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.remaining();
+        (n, Some(n))
+    }
+}
+
+impl Drop for Batches {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,208 @@
+"""The clip loader: training batches straight from a gulp directory.
+
+Clips are sampled, decoded, cropped, resized and flipped by Rust threads
+(libjpeg-turbo decodes only the pixels a crop needs, scaled in the DCT
+domain), into ``uint8`` arrays ``[B, T, H, W, 3]`` handed to Python without
+a copy::
+
+    import gulp
+    loader = gulp.ClipLoader("/data/ssv2-gulp", frames=8, sampling="segments",
+                             resize=128, size=112, crop="random", flip=True,
+                             batch_size=8, shuffle=True, seed=0)
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            x = torch.from_dlpack(batch.frames)   # [8, 8, 112, 112, 3] uint8
+            y = torch.from_numpy(batch.labels)    # [8] int64
+
+Use one loader per process; it decodes on ``threads`` threads of its own, so
+PyTorch ``DataLoader`` worker processes are not needed (``gulp.torch`` wraps
+it for code that wants a ``Dataset``).
+"""
+
+from . import _gulp
+
+__all__ = ["ClipLoader", "Batch"]
+
+_CROPS = ("random", "center", "centre", "random_resized", "three", "none")
+
+
+class Batch:
+    """One batch of clips.
+
+    Attributes:
+        frames: ``uint8`` array ``[B, T, H, W, 3]`` (C-contiguous; supports
+            ``__dlpack__`` and the buffer protocol).
+        labels: ``int64`` array ``[B]``: class indices (-1 for an item
+            without a label).
+        ids: the item id of each clip.
+        indices: ``int64`` array ``[B, T]``: the frame indices of each clip.
+        views: ``int64`` array ``[B]``: ``clip * crops + crop`` of each clip
+            (several clips per item or ``crop="three"``), else 0.
+        skipped: ``(id, reason)`` of clips left out (``on_error="skip"``).
+        index: the batch's number in the epoch.
+        epoch: the epoch.
+
+    ``x, y = batch`` unpacks to ``(frames, labels)``.
+    """
+
+    __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch")
+
+    def __init__(self, frames, labels, ids, indices, views, skipped, index, epoch):
+        self.frames = frames
+        self.labels = labels
+        self.ids = ids
+        self.indices = indices
+        self.views = views
+        self.skipped = skipped
+        self.index = index
+        self.epoch = epoch
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __iter__(self):
+        return iter((self.frames, self.labels))
+
+    def __repr__(self):
+        shape = "x".join(str(s) for s in self.frames.shape)
+        return f"Batch(epoch={self.epoch}, index={self.index}, frames={shape}, ids={len(self.ids)})"
+
+
+def _size(size):
+    if size is None:
+        return None
+    if isinstance(size, int):
+        return (size, size)
+    h, w = size
+    return (int(h), int(w))
+
+
+class ClipLoader:
+    """Batches of clips from the gulp directory ``path``.
+
+    Sampling (the frames of a clip, from an item of ``n`` frames):
+        ``frames``: frames per clip (``T``; 1 for images).
+        ``sampling``: ``"window"`` (GulpIO's: ``frames`` frames ``step`` apart
+        at a random offset when training, centred otherwise), ``"segments"``
+        (TSN: one frame per equal segment, random within it when training,
+        its centre otherwise), ``"uniform"`` (evenly spaced from the first
+        to the last frame), ``"dense"`` (a random window with stride
+        ``step``, the stride shrunk to fit short items). Items shorter than
+        a window repeat their last frame. See ``docs/loader.md``.
+        ``clips``: clips per item (evaluation: evenly placed; each is a
+        sample of its own, ``batch.views`` says which).
+
+    Spatial transforms, one draw per clip:
+        ``resize``: the short edge after resizing (``None`` keeps the stored
+        size). ``size``: the output, ``int`` (square) or ``(h, w)``.
+        ``crop``: ``"random"``, ``"center"``, ``"random_resized"``
+        (torchvision's, with ``scale`` and ``ratio``), ``"three"`` (three
+        crops along the long side: three samples per clip) or ``"none"`` (the
+        whole frame, resampled to ``size`` if given). ``flip``: mirror half
+        of the clips (training only).
+
+    Order:
+        ``shuffle`` and ``seed``: a new permutation per epoch, fixed by
+        ``(seed, epoch)``; every random draw is fixed by the seed, the epoch
+        and the clip's place, so the thread count changes nothing.
+        ``rank`` / ``world_size``: this process's share, split as PyTorch's
+        ``DistributedSampler`` splits it. ``drop_last``: drop the tail that
+        does not divide among the ranks and the last incomplete batch.
+        ``train``: random placement, crops and flips (default: ``shuffle``).
+
+    Running:
+        ``threads``: decoding threads (``None``: one per core).
+        ``prefetch``: batches decoded ahead per thread (memory stays at
+        ``threads * prefetch`` batches). ``on_error``: ``"raise"`` (a
+        ``gulp.DecodeError`` naming the id, frame and byte offset) or
+        ``"skip"`` (the clip is left out of its batch and counted in
+        ``skipped``).
+
+    Labels: ``meta_data[0][label_key]`` of each item, numbered by the
+    directory's ``label2idx.json`` (or by ``labels``, a dict); integer
+    labels are used as they are; -1 where an item has none.
+    """
+
+    def __init__(self, path, frames=8, sampling="segments", step=1, resize=128, size=112,
+                 crop="random", flip=True, batch_size=8, shuffle=True, seed=0,
+                 drop_last=True, rank=0, world_size=1, threads=None, prefetch=2, *,
+                 clips=1, train=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
+                 on_error="raise", label_key="label", labels=None, dct="fast", codec=None,
+                 strict=True):
+        if crop is None:
+            crop = "none"
+        if crop not in _CROPS:
+            raise ValueError(f"crop must be one of {', '.join(map(repr, _CROPS))}, not {crop!r}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be at least 1 (or None for one per core), not {threads}")
+        self.path = str(path)
+        self.skipped = 0
+        self._native = _gulp.Loader(
+            self.path, frames=frames, sampling=sampling, step=step, clips=clips,
+            resize=resize, size=_size(size), crop=crop, scale=tuple(scale), ratio=tuple(ratio),
+            flip=bool(flip), batch_size=batch_size, shuffle=bool(shuffle), seed=seed,
+            drop_last=bool(drop_last), rank=rank, world_size=world_size,
+            train=bool(shuffle) if train is None else bool(train),
+            threads=0 if threads is None else threads, prefetch=prefetch,
+            on_error=on_error, label_key=label_key,
+            label_index=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
+            dct=dct, codec=codec, strict=strict,
+        )
+
+    def __len__(self):
+        """Batches per epoch of this rank."""
+        return len(self._native)
+
+    def __iter__(self):
+        """The batches of the current epoch from the current position (the
+        start, or where a previous pass stopped or ``load_state_dict`` put
+        it). A completed pass moves to the next epoch."""
+        it = self._native.iter()
+        try:
+            for parts in it:
+                batch = Batch(*parts)
+                self.skipped += len(batch.skipped)
+                yield batch
+        finally:
+            it.close()
+
+    @property
+    def epoch(self):
+        """The epoch of the next pass."""
+        return self._native.epoch
+
+    @property
+    def samples(self):
+        """Clips per epoch of this rank."""
+        return self._native.samples
+
+    @property
+    def items(self):
+        """Items in the directory."""
+        return self._native.items
+
+    @property
+    def threads(self):
+        """Decoding threads."""
+        return self._native.threads
+
+    def set_epoch(self, epoch):
+        """Sets the epoch (its shuffle and random draws). Another epoch
+        starts from its first batch; the current one keeps its position, so
+        calling it after ``load_state_dict`` resumes where the state was."""
+        self._native.set_epoch(int(epoch))
+
+    def state_dict(self):
+        """Where the next pass starts, as a dict to save with a checkpoint."""
+        return self._native.state_dict()
+
+    def load_state_dict(self, state):
+        """Resumes from ``state_dict()``: the next pass yields exactly the
+        batches that followed it. Raises ``ValueError`` for a state of a
+        loader with another seed, world or data."""
+        self._native.load_state_dict(dict(state))
+
+    def __repr__(self):
+        return (f"ClipLoader({self.path!r}, {self.items} items, {len(self)} batches, "
+                f"epoch {self.epoch}, {self.threads} threads)")

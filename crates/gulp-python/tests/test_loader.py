@@ -1,0 +1,311 @@
+"""gulp.ClipLoader on real frames in a directory written by the real gulpio2."""
+
+import gc
+import json
+import math
+import os
+import resource
+
+import numpy as np
+import pytest
+
+import gulp
+import gulpio2
+from conftest import ffmpeg_frames
+
+SOURCES = ["testsrc2", "mandelbrot", "smptebars", "rgbtestsrc"]
+LABELS = {"testsrc2": "bars-a", "mandelbrot": "fractal", "smptebars": "bars-b", "rgbtestsrc": "rgb"}
+LENGTHS = [3, 5, 8, 11, 16, 20, 25, 7, 9, 13, 4, 30]
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory):
+    """12 items of 3 to 30 frames of 160x120, 4 labels, in 3 chunks written
+    by gulpio2, and a label2idx.json numbering the labels."""
+    frames = {s: ffmpeg_frames(s, (160, 120), 30) for s in SOURCES}
+    directory = str(tmp_path_factory.mktemp("clips") / "gulp")
+    os.makedirs(directory)
+    gd = gulpio2.GulpDirectory(directory)
+    items = []
+    for k, n in enumerate(LENGTHS):
+        src = SOURCES[k % 4]
+        items.append((f"video-{k:02d}", LABELS[src], frames[src][:n]))
+    for c, chunk in enumerate(gd.new_chunks(3)):
+        with chunk.open("wb"):
+            for vid, label, fr in items[c * 4:(c + 1) * 4]:
+                chunk.append(vid, {"label": label, "n": len(fr)}, fr)
+    label2idx = {label: i for i, label in enumerate(sorted(set(LABELS.values())))}
+    with open(os.path.join(directory, "label2idx.json"), "w") as f:
+        json.dump(label2idx, f)
+    return directory, items, label2idx
+
+
+def documented(sampling, t, n, step=1, clip=0, clips=1):
+    """The documented indices (docs/loader.md) of evaluation clips."""
+    if sampling == "window":
+        span = (t - 1) * step + 1
+        if span >= n:
+            start = 0
+        elif clips > 1:
+            start = (2 * clip * (n - span) + clips - 1) // (2 * (clips - 1))
+        else:
+            start = (n - span) // 2
+        return [min(start + i * step, n - 1) for i in range(t)]
+    if sampling == "segments":
+        frac = (clip + 0.5) / clips
+        out = []
+        for i in range(t):
+            lo = i * n // t
+            hi = max(math.ceil((i + 1) * n / t), lo + 1) - 1
+            out.append(min(max(math.floor((i + frac) * n / t), lo), hi, n - 1))
+        return out
+    if sampling == "uniform":
+        if t == 1:
+            return [(n - 1) // 2]
+        return [(2 * i * (n - 1) + (t - 1)) // (2 * (t - 1)) for i in range(t)]
+    raise ValueError(sampling)
+
+
+def eval_loader(path, **kw):
+    opts = dict(frames=4, sampling="segments", resize=None, size=(96, 128), crop="center",
+                flip=False, batch_size=4, shuffle=False, drop_last=False, threads=2)
+    opts.update(kw)
+    return gulp.ClipLoader(path, **opts)
+
+
+@pytest.mark.parametrize("sampling,t,step", [("segments", 4, 1), ("segments", 8, 1),
+                                             ("window", 4, 1), ("window", 5, 3),
+                                             ("uniform", 6, 1), ("uniform", 1, 1)])
+def test_sampling_modes_return_the_documented_indices(clip_dir, sampling, t, step):
+    path, items, _ = clip_dir
+    loader = eval_loader(path, frames=t, sampling=sampling, step=step)
+    seen = 0
+    for batch in loader:
+        assert batch.indices.shape == (len(batch), t)
+        for k, vid in enumerate(batch.ids):
+            n = len(items[seen][2])
+            assert vid == items[seen][0]
+            assert batch.indices[k].tolist() == documented(sampling, t, n, step), (vid, n)
+            seen += 1
+    assert seen == len(items)
+
+
+def test_evaluation_clips_are_spread_over_the_item(clip_dir):
+    path, items, _ = clip_dir
+    loader = eval_loader(path, frames=3, sampling="window", clips=3, batch_size=9)
+    batch = next(iter(loader))
+    assert batch.ids[:3] == ["video-00"] * 3 and batch.views[:3].tolist() == [0, 1, 2]
+    for k in range(9):
+        n = len(items[k // 3][2])
+        assert batch.indices[k].tolist() == documented("window", 3, n, 1, k % 3, 3)
+    # Training draws random windows inside the item.
+    train = gulp.ClipLoader(path, frames=4, sampling="dense", step=2, resize=None,
+                            size=(64, 64), crop="random", batch_size=12, threads=1, seed=3)
+    for k, idx in enumerate(next(iter(train)).indices):
+        assert len(idx) == 4 and idx.min() >= 0
+        assert (np.diff(idx) >= 0).all()
+
+
+def test_centre_clips_equal_gulpio2_frames(clip_dir):
+    path, items, _ = clip_dir
+    g2 = gulpio2.GulpDirectory(path)
+    loader = eval_loader(path, frames=5, sampling="uniform")
+    clips = 0
+    for batch in loader:
+        assert batch.frames.dtype == np.uint8
+        assert batch.frames.shape == (len(batch), 5, 96, 128, 3)
+        for k, vid in enumerate(batch.ids):
+            ref, _ = g2[vid]
+            for j, fi in enumerate(batch.indices[k]):
+                want = ref[fi][12:108, 16:144]
+                got = batch.frames[k, j]
+                diff = np.abs(got.astype(int) - want.astype(int))
+                assert diff.max() <= 1, (vid, fi, diff.max())
+            clips += 1
+    assert clips == len(items)
+
+
+def test_one_seed_gives_the_same_batches_with_1_and_2_threads(clip_dir):
+    path, _, _ = clip_dir
+    opts = dict(frames=6, sampling="segments", resize=100, size=80, crop="random_resized",
+                flip=True, batch_size=5, shuffle=True, seed=11, drop_last=False)
+    one = list(gulp.ClipLoader(path, threads=1, **opts))
+    two = list(gulp.ClipLoader(path, threads=2, **opts))
+    assert len(one) == len(two) == 3
+    for a, b in zip(one, two):
+        assert a.ids == b.ids
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.frames, b.frames)
+    other = list(gulp.ClipLoader(path, threads=2, **dict(opts, seed=12)))
+    assert [b.ids for b in other] != [b.ids for b in one]
+
+
+def distributed_split(n, rank, world_size, drop_last):
+    """torch.utils.data.DistributedSampler's split of range(n) (shuffle=False)."""
+    indices = list(range(n))
+    if drop_last and n % world_size:
+        num_samples = math.ceil((n - world_size) / world_size)
+    else:
+        num_samples = math.ceil(n / world_size)
+    total = num_samples * world_size
+    if not drop_last:
+        pad = total - len(indices)
+        if pad <= len(indices):
+            indices += indices[:pad]
+        else:
+            indices += (indices * math.ceil(pad / len(indices)))[:pad]
+    else:
+        indices = indices[:total]
+    return indices[rank:total:world_size]
+
+
+@pytest.mark.parametrize("world_size", [2, 5, 13])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_ranks_split_an_epoch_like_distributed_sampler(clip_dir, world_size, drop_last):
+    path, items, _ = clip_dir
+    ids = [vid for vid, _, _ in items]
+    try:
+        from torch.utils.data import DistributedSampler
+    except ImportError:
+        DistributedSampler = None
+    union = []
+    for rank in range(world_size):
+        loader = eval_loader(path, frames=1, batch_size=1, rank=rank, world_size=world_size,
+                             drop_last=drop_last)
+        got = [b.ids[0] for b in loader]
+        want = distributed_split(len(ids), rank, world_size, drop_last)
+        if DistributedSampler is not None:
+            want_torch = list(DistributedSampler(range(len(ids)), num_replicas=world_size,
+                                                 rank=rank, shuffle=False, drop_last=drop_last))
+            assert want_torch == want
+        assert got == [ids[i] for i in want]
+        union += got
+        # Shuffled: the same sizes, and the ranks together cover the epoch.
+        shuffled = eval_loader(path, frames=1, batch_size=1, rank=rank, world_size=world_size,
+                               drop_last=drop_last, shuffle=True, seed=5)
+        assert len(shuffled) == len(want)
+    if not drop_last:
+        assert set(union) == set(ids)
+    covered = set()
+    for rank in range(world_size):
+        covered |= {b.ids[0] for b in eval_loader(path, frames=1, batch_size=1, rank=rank,
+                                                    world_size=world_size, drop_last=drop_last,
+                                                    shuffle=True, seed=5)}
+    assert len(covered) == (len(ids) if not drop_last else len(ids) // world_size * world_size)
+
+
+def test_resume_after_k_batches_yields_exactly_the_rest(clip_dir):
+    path, _, _ = clip_dir
+    opts = dict(frames=4, resize=90, size=64, batch_size=2, seed=1, threads=2, drop_last=False)
+    ref_loader = gulp.ClipLoader(path, **opts)
+    ref_loader.set_epoch(2)
+    ref = list(ref_loader)
+    assert len(ref) == 6 and ref_loader.epoch == 3
+    for k in [0, 1, 4, 6]:
+        first = gulp.ClipLoader(path, **opts)
+        first.set_epoch(2)
+        it = iter(first)
+        for _ in range(k):
+            next(it)
+        state = first.state_dict()
+        it.close()
+        assert (state["epoch"], state["batch"]) == ((2, k) if k < 6 else (3, 0))
+        state = json.loads(json.dumps(state))  # as saved in a checkpoint
+        resumed = gulp.ClipLoader(path, **opts)
+        resumed.load_state_dict(state)
+        resumed.set_epoch(state["epoch"])
+        rest = list(resumed)
+        if k == 6:
+            assert [b.epoch for b in rest] == [3] * 6
+            continue
+        assert [b.index for b in rest] == list(range(k, 6))
+        for a, b in zip(rest, ref[k:]):
+            assert a.ids == b.ids
+            np.testing.assert_array_equal(a.frames, b.frames)
+    with pytest.raises(ValueError, match="seed 1"):
+        gulp.ClipLoader(path, **dict(opts, seed=9)).load_state_dict(ref_loader.state_dict())
+
+
+def test_labels_follow_label2idx(clip_dir):
+    path, items, label2idx = clip_dir
+    by_id = {vid: label2idx[label] for vid, label, _ in items}
+    loader = eval_loader(path, frames=2)
+    for batch in loader:
+        assert batch.labels.dtype == np.int64
+        assert batch.labels.tolist() == [by_id[v] for v in batch.ids]
+    # Another numbering given as a dict, and a meta key holding integers.
+    mine = {label: 10 + i for i, label in enumerate(sorted(label2idx, reverse=True))}
+    batch = next(iter(eval_loader(path, frames=2, labels=mine)))
+    assert batch.labels.tolist() == [mine[items[k][1]] for k in range(4)]
+    batch = next(iter(eval_loader(path, frames=2, label_key="n")))
+    assert batch.labels.tolist() == [len(items[k][2]) for k in range(4)]
+    with pytest.raises(ValueError, match="not in"):
+        eval_loader(path, labels={"rgb": 0})
+
+
+def test_batches_are_numpy_arrays_without_a_copy(clip_dir):
+    path, _, _ = clip_dir
+    batch = next(iter(eval_loader(path)))
+    frames = batch.frames
+    assert frames.flags.c_contiguous and frames.flags.writeable
+    assert np.shares_memory(np.from_dlpack(frames), frames)
+    x, y = batch
+    assert x is frames and y is batch.labels
+
+
+def test_a_damaged_frame_raises_with_its_place_or_is_skipped(clip_dir, copy_dir):
+    path, items, _ = clip_dir
+    bad = copy_dir(path)
+    meta = json.load(open(os.path.join(bad, "meta_0.gmeta")))
+    loc, pad, length = meta["video-01"]["frame_info"][2]
+    with open(os.path.join(bad, "data_0.gulp"), "r+b") as f:
+        f.seek(loc + 300)
+        f.write(b"\xff" * 800)
+    with pytest.raises(gulp.DecodeError) as err:
+        list(eval_loader(bad, frames=5, sampling="uniform"))
+    message = str(err.value)
+    assert "'video-01'" in message or '"video-01"' in message
+    assert "frame 2" in message and f"byte {loc}" in message
+    loader = eval_loader(bad, frames=5, sampling="uniform", on_error="skip")
+    batches = list(loader)
+    assert len(batches[0]) == 3 and "video-01" not in batches[0].ids
+    assert batches[0].skipped[0][0] == "video-01"
+    assert loader.skipped == 1
+    assert sum(len(b) for b in batches) == len(items) - 1
+
+
+def test_bad_options_are_value_errors(clip_dir):
+    path, _, _ = clip_dir
+    for kw in [dict(crop="diagonal"), dict(sampling="sparse"), dict(frames=0),
+               dict(rank=2, world_size=2), dict(size=None), dict(on_error="ignore"),
+               dict(threads=0)]:
+        with pytest.raises(ValueError):
+            eval_loader(path, **kw)
+    with pytest.raises(gulp.GulpError, match="does not fit"):
+        list(eval_loader(path, size=200))
+    with pytest.raises(FileNotFoundError):
+        gulp.ClipLoader(os.path.join(path, "missing"))
+
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def test_memory_is_flat_over_10_epochs(clip_dir):
+    path, _, _ = clip_dir
+    loader = gulp.ClipLoader(path, frames=8, resize=96, size=80, batch_size=4, threads=2,
+                             prefetch=2, drop_last=False)
+    for _ in range(2):  # warm-up: allocator pools, maps
+        for batch in loader:
+            pass
+    gc.collect()
+    before = rss_mb()
+    for epoch in range(10):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            assert batch.frames.shape == (len(batch), 8, 80, 80, 3)
+    del batch
+    gc.collect()
+    growth = rss_mb() - before
+    assert growth < 8, f"RSS grew by {growth:.1f} MB over 10 epochs"
