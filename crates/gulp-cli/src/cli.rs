@@ -476,6 +476,48 @@ pub struct BenchArgs {
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Measure the clip loader instead (training batches: sampling, crop,
+    /// resize, flip; see `docs/loader.md`): clips/s over `--epochs` passes.
+    #[arg(long, conflicts_with_all = ["raw", "scale", "crop"])]
+    pub loader: bool,
+    #[command(flatten)]
+    pub clips: LoaderArgs,
+}
+
+/// The clip loader's options for `gulp bench --loader`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Loader (with --loader)")]
+pub struct LoaderArgs {
+    /// Frames per clip.
+    #[arg(long, default_value_t = 8, value_name = "T")]
+    pub frames: usize,
+    /// window, segments, uniform or dense.
+    #[arg(long, default_value = "segments")]
+    pub sampling: String,
+    /// Step between the frames of a window.
+    #[arg(long, default_value_t = 1)]
+    pub step: usize,
+    /// Short edge after resizing; 0 keeps the stored size.
+    #[arg(long, default_value_t = 128, value_name = "PIXELS")]
+    pub resize: usize,
+    /// Output size of a clip's frames.
+    #[arg(long, default_value = "112x112", value_name = "WxH", value_parser = parse_size)]
+    pub size: (usize, usize),
+    /// random, center, random_resized, three or none.
+    #[arg(long = "crop-mode", default_value = "random")]
+    pub crop_mode: String,
+    /// Do not flip clips.
+    #[arg(long)]
+    pub no_flip: bool,
+    /// Clips per batch.
+    #[arg(long, default_value_t = 8)]
+    pub batch_size: usize,
+    /// Passes over the directory.
+    #[arg(long, default_value_t = 1)]
+    pub epochs: u64,
+    /// Seed of the shuffle and the random draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// The inverse DCT `gulp bench` decodes with.

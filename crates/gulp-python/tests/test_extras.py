@@ -212,7 +212,8 @@ def test_public_names():
     assert gulp.GulpDirectory.__doc__ and gulp.GulpDirectory.read.__doc__
 
 
-@pytest.mark.parametrize("module", ["gulp._gulp", "gulp.fileio", "gulp.utils"])
+@pytest.mark.parametrize("module", ["gulp._gulp", "gulp.fileio", "gulp.utils", "gulp.clips",
+                                    "gulp.dataset", "gulp.transforms"])
 def test_stubs_match_the_modules(module):
     """Every name of the .pyi stubs exists at run time, and every public
     function and method at run time is in the stubs."""

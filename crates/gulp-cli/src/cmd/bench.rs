@@ -60,6 +60,9 @@ impl Tally {
 }
 
 pub fn run(args: &BenchArgs) -> Result<Outcome> {
+    if args.loader {
+        return run_loader(args);
+    }
     let threads = super::threads(args.threads);
     let decode = !args.raw;
     let how = Decode::from_args(args)?;
@@ -147,6 +150,138 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         writeln!(out, "MP/s      {:.1}", figures.megapixels_per_s)?;
     }
     writeln!(out, "MB/s      {:.1}  (JPEG bytes)", figures.mb_per_s)?;
+    out.flush()?;
+    Ok(Outcome::Success)
+}
+
+#[derive(Debug, Serialize)]
+struct LoaderFigures {
+    threads: usize,
+    codec: &'static str,
+    frames: usize,
+    sampling: String,
+    resize: Option<usize>,
+    size: String,
+    crop: String,
+    batch_size: usize,
+    epochs: u64,
+    batches: u64,
+    clips: u64,
+    skipped: u64,
+    seconds: f64,
+    clips_per_s: f64,
+    frames_per_s: f64,
+}
+
+/// `gulp bench --loader`: batches of clips, as a training loop takes them.
+fn run_loader(args: &BenchArgs) -> Result<Outcome> {
+    use gulp_loader::{CropMode, Loader, LoaderOptions, Order, Sampling, Spatial};
+    let c = &args.clips;
+    let how = Decode::from_args(args)?;
+    let sampling = Sampling::parse(&c.sampling).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--sampling must be window, segments, uniform or dense, not {:?}",
+            c.sampling
+        )
+    })?;
+    let crop = CropMode::parse(&c.crop_mode).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--crop-mode must be random, center, random_resized, three or none, not {:?}",
+            c.crop_mode
+        )
+    })?;
+    let (w, h) = c.size;
+    let options = LoaderOptions {
+        frames: c.frames,
+        sampling,
+        step: c.step,
+        spatial: Spatial {
+            resize: (c.resize > 0).then_some(c.resize),
+            size: Some((h, w)),
+            crop,
+            flip: !c.no_flip,
+        },
+        batch_size: c.batch_size,
+        order: Order {
+            seed: c.seed,
+            ..Order::default()
+        },
+        threads: args.threads.map_or(0, usize::from),
+        on_error: gulp_loader::OnError::Skip,
+        decode: how.options,
+        ..LoaderOptions::default()
+    };
+    let mut loader = Loader::open(&args.dir, options)?;
+    let threads = loader.threads();
+    let bar = super::progress("batches");
+    let (mut batches, mut clips, mut skipped) = (0u64, 0u64, 0u64);
+    let start = Instant::now();
+    for epoch in 0..c.epochs {
+        loader.set_epoch(epoch);
+        for batch in loader.iter() {
+            let batch = batch?;
+            std::hint::black_box(&batch.frames);
+            batches += 1;
+            clips += batch.ids.len() as u64;
+            skipped += batch.skipped.len() as u64;
+            bar.inc(1);
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    if skipped > 0 {
+        eprintln!(
+            "gulp: warning: {skipped} clips failed to decode and were left out (run `gulp check --decode`)"
+        );
+    }
+    #[allow(clippy::cast_precision_loss)] // rates for display
+    let rate = |n: u64| {
+        if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        }
+    };
+    let figures = LoaderFigures {
+        threads,
+        codec: match how.options.codec {
+            Codec::LibjpegTurbo => "libjpeg-turbo",
+            Codec::Zune => "zune-jpeg",
+        },
+        frames: c.frames,
+        sampling: sampling.name().into(),
+        resize: (c.resize > 0).then_some(c.resize),
+        size: format!("{w}x{h}"),
+        crop: c.crop_mode.clone(),
+        batch_size: c.batch_size,
+        epochs: c.epochs,
+        batches,
+        clips,
+        skipped,
+        seconds,
+        clips_per_s: rate(clips),
+        frames_per_s: rate(clips * c.frames as u64),
+    };
+    let mut out = super::stdout();
+    if args.json {
+        super::write_json(&mut out, &figures)?;
+        return Ok(Outcome::Success);
+    }
+    writeln!(
+        out,
+        "{} clips of {} frames ({} sampling, resize {}, {} crop {}) in {} batches of {} in {:.3} s on {threads} threads",
+        figures.clips,
+        c.frames,
+        figures.sampling,
+        figures.resize.map_or("none".into(), |r| r.to_string()),
+        figures.crop,
+        figures.size,
+        figures.batches,
+        c.batch_size,
+        seconds
+    )?;
+    writeln!(out, "clips/s   {:.1}", figures.clips_per_s)?;
+    writeln!(out, "frames/s  {:.1}", figures.frames_per_s)?;
     out.flush()?;
     Ok(Outcome::Success)
 }

@@ -68,6 +68,67 @@ class Writer:
     def commit(self, reopen: bool = False) -> dict[str, Any]: ...
     def abort(self) -> None: ...
 
+_BatchParts = Tuple[
+    npt.NDArray[np.uint8],  # frames [B, T, H, W, 3]
+    npt.NDArray[np.int64],  # labels [B]
+    list[str],  # ids
+    npt.NDArray[np.int64],  # indices [B, T]
+    npt.NDArray[np.int64],  # views [B]
+    list[tuple[str, str]],  # skipped (id, reason)
+    int,  # index
+    int,  # epoch
+]
+
+class Loader:
+    def __init__(
+        self,
+        path: _Path,
+        *,
+        frames: int,
+        sampling: str,
+        step: int,
+        clips: int,
+        resize: Optional[int],
+        size: Optional[Tuple[int, int]],
+        crop: str,
+        scale: Tuple[float, float],
+        ratio: Tuple[float, float],
+        flip: bool,
+        batch_size: int,
+        shuffle: bool,
+        seed: int,
+        drop_last: bool,
+        rank: int,
+        world_size: int,
+        train: bool,
+        threads: int,
+        prefetch: int,
+        on_error: str,
+        label_key: str,
+        label_index: Optional[Sequence[Tuple[str, int]]],
+        dct: Optional[str],
+        codec: Optional[str],
+        strict: bool,
+    ) -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def samples(self) -> int: ...
+    @property
+    def items(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self) -> dict[str, int]: ...
+    def load_state_dict(self, state: dict[str, int]) -> None: ...
+    def iter(self) -> BatchIter: ...
+
+class BatchIter:
+    def __iter__(self) -> BatchIter: ...
+    def __next__(self) -> _BatchParts: ...
+    def close(self) -> None: ...
+
 def encode_jpeg(img: npt.NDArray[np.uint8], quality: int = 90) -> bytes: ...
 def decode_jpeg(
     data: bytes,
