@@ -17,5 +17,5 @@ scripts/python-package.sh
 cargo test --workspace --doc
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
-cargo nextest run -p gulp-io -p gulp-ingest --no-default-features --no-fail-fast
+cargo nextest run -p gulp-io -p gulp-ingest -p gulp-loader --no-default-features --no-fail-fast
 cargo nextest run --workspace --no-fail-fast

@@ -409,6 +409,51 @@ fn bench_reports_rates() {
 }
 
 #[test]
+fn bench_loader_reports_clips() {
+    let tmp = clean_dir();
+    let out = run_ok(
+        &[
+            "bench",
+            "--loader",
+            "--json",
+            "--threads",
+            "2",
+            "--frames",
+            "3",
+            "--resize",
+            "0",
+            "--size",
+            "8x8",
+            "--crop-mode",
+            "center",
+            "--batch-size",
+            "2",
+            "--epochs",
+            "2",
+        ],
+        tmp.path(),
+    );
+    let figures: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let items = gulp_io::GulpDirectory::open(tmp.path()).unwrap().len() as u64;
+    assert_eq!(figures["clips"], 2 * items);
+    assert_eq!(figures["batches"], 2 * items.div_ceil(2));
+    assert_eq!(figures["skipped"], 0);
+    assert!(figures["clips_per_s"].as_f64().unwrap() > 0.0);
+    let text = stdout_of(
+        &gulp()
+            .args(["bench", "--loader", "--resize", "0", "--size", "8x8"])
+            .args(["--crop-mode", "nowhere"])
+            .arg(tmp.path())
+            .assert()
+            .failure()
+            .code(2)
+            .get_output()
+            .clone(),
+    );
+    assert!(text.is_empty());
+}
+
+#[test]
 fn broken_pipe_exits_0_quietly() {
     // Enough meta to fill any pipe buffer.
     let tmp = tempfile::tempdir().unwrap();

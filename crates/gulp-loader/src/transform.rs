@@ -11,7 +11,7 @@
 
 use fast_image_resize::images::{Image as FirImage, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-use gulp_io::{ColorMode, Crop, DecodeOptions, JpegFrame, Scale};
+use gulp_io::{Codec, ColorMode, Crop, DecodeOptions, JpegFrame, Scale};
 
 use crate::rng::Rng;
 
@@ -280,9 +280,13 @@ impl Renderer {
         let need_h = ((h * oh as f64 / sh) - 1e-6).ceil().max(1.0);
         let mut options = DecodeOptions {
             color: ColorMode::Rgb,
-            scale: Scale::AtLeast {
-                width: to_usize(need_w),
-                height: to_usize(need_h),
+            // zune-jpeg decodes at full size only.
+            scale: match base.codec {
+                Codec::LibjpegTurbo => Scale::AtLeast {
+                    width: to_usize(need_w),
+                    height: to_usize(need_h),
+                },
+                Codec::Zune => Scale::Full,
             },
             crop: None,
             ..*base
