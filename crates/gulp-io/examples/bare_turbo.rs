@@ -1,30 +1,47 @@
 //! The bar `gulp bench` is measured against: a bare libjpeg-turbo loop (the
 //! same library build gulp links) over every frame of a gulp directory, held
-//! in memory. One TurboJPEG handle, fast DCT and fast upsampling (gulpio2's
-//! decoding settings), RGB or gray as stored, into one reused buffer: no
-//! reading, no allocation, no checks beyond the library's own.
+//! in memory. One TurboJPEG handle per thread, fast DCT and fast upsampling
+//! (gulpio2's decoding settings), RGB or gray as stored, into one reused
+//! buffer per thread: no reading, no allocation, no checks beyond the
+//! library's own.
 //!
 //! ```text
-//! cargo run --release -p gulp-io --example bare_turbo -- <dir> [--scale 1/2] [--passes 5] [--json]
+//! cargo run --release -p gulp-io --example bare_turbo -- <dir> [--scale 1/2 | --short-edge 128]
+//!     [--threads 2] [--passes 5] [--json]
 //! ```
 //!
-//! Prints the best pass in frames/s (and with `--json` one JSON object).
+//! `--scale N/D` decodes every frame at that DCT scaling factor; `--short-edge
+//! S` picks, per frame, the smallest factor n/8 whose scaled short edge is at
+//! least S (full size when none is): the decoding a loader that resizes to a
+//! short edge of S does. `--threads N` decodes with N threads taking frames
+//! from a shared counter (default 1). Prints the best pass in frames/s (and
+//! with `--json` one JSON object).
 #![allow(unsafe_code)] // a loop straight on the C API is the point
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
 use std::ffi::c_int;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use gulp_io::{GulpDirectory, ReadMode};
 use turbojpeg_sys as tj;
 
-type BoxError = Box<dyn std::error::Error>;
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How each frame's scaling factor is chosen.
+#[derive(Clone, Copy)]
+enum Scaling {
+    /// The same factor for every frame.
+    Fixed(tj::tjscalingfactor),
+    /// The smallest n/8 whose scaled short edge is at least this many pixels.
+    ShortEdge(c_int),
+}
 
 struct Args {
     dir: String,
-    num: c_int,
-    denom: c_int,
+    scaling: Scaling,
+    threads: usize,
     passes: usize,
     json: bool,
 }
@@ -32,8 +49,8 @@ struct Args {
 fn parse() -> Result<Args, BoxError> {
     let mut args = Args {
         dir: String::new(),
-        num: 1,
-        denom: 1,
+        scaling: Scaling::Fixed(tj::tjscalingfactor { num: 1, denom: 1 }),
+        threads: 1,
         passes: 5,
         json: false,
     };
@@ -43,7 +60,23 @@ fn parse() -> Result<Args, BoxError> {
             "--scale" => {
                 let v = it.next().ok_or("--scale needs N/D")?;
                 let (n, d) = v.split_once('/').ok_or("--scale needs N/D")?;
-                (args.num, args.denom) = (n.parse()?, d.parse()?);
+                args.scaling = Scaling::Fixed(tj::tjscalingfactor {
+                    num: n.parse()?,
+                    denom: d.parse()?,
+                });
+            }
+            "--short-edge" => {
+                let s: c_int = it.next().ok_or("--short-edge needs N")?.parse()?;
+                if s < 1 {
+                    return Err("--short-edge needs N >= 1".into());
+                }
+                args.scaling = Scaling::ShortEdge(s);
+            }
+            "--threads" => {
+                args.threads = it.next().ok_or("--threads needs N")?.parse()?;
+                if args.threads == 0 {
+                    return Err("--threads needs N >= 1".into());
+                }
             }
             "--passes" => args.passes = it.next().ok_or("--passes needs N")?.parse()?,
             "--json" => args.json = true,
@@ -52,7 +85,11 @@ fn parse() -> Result<Args, BoxError> {
         }
     }
     if args.dir.is_empty() {
-        return Err("usage: bare_turbo <dir> [--scale N/D] [--passes N] [--json]".into());
+        return Err(
+            "usage: bare_turbo <dir> [--scale N/D | --short-edge S] [--threads N] \
+                    [--passes N] [--json]"
+                .into(),
+        );
     }
     Ok(args)
 }
@@ -72,6 +109,31 @@ fn frames(dir: &str) -> Result<Vec<Vec<u8>>, BoxError> {
     Ok(out)
 }
 
+/// `dim` scaled by `f`, rounded up (libjpeg-turbo's `TJSCALED`).
+fn scaled(dim: c_int, f: tj::tjscalingfactor) -> c_int {
+    (dim * f.num + f.denom - 1) / f.denom
+}
+
+/// The smallest n/8 (reduced, as libjpeg-turbo lists its factors) that keeps
+/// the short edge of `width` x `height` at least `short`; 1/1 when none does.
+fn short_edge_factor(width: c_int, height: c_int, short: c_int) -> tj::tjscalingfactor {
+    for n in 1..8 {
+        let g = gcd(n, 8);
+        let f = tj::tjscalingfactor {
+            num: n / g,
+            denom: 8 / g,
+        };
+        if scaled(width, f).min(scaled(height, f)) >= short {
+            return f;
+        }
+    }
+    tj::tjscalingfactor { num: 1, denom: 1 }
+}
+
+fn gcd(a: c_int, b: c_int) -> c_int {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 /// Fails with the handle's message unless `status` is 0.
 fn check(handle: tj::tjhandle, status: c_int) -> Result<(), BoxError> {
     if status == 0 {
@@ -83,15 +145,35 @@ fn check(handle: tj::tjhandle, status: c_int) -> Result<(), BoxError> {
     Err(message.to_string_lossy().into_owned().into())
 }
 
-/// One pass over `frames`; the pixels decoded.
-fn pass(
-    handle: tj::tjhandle,
-    frames: &[Vec<u8>],
-    factor: tj::tjscalingfactor,
-    buf: &mut Vec<u8>,
-) -> Result<u64, BoxError> {
-    let mut pixels = 0u64;
-    for jpeg in frames {
+/// A TurboJPEG decompressor with gulpio2's settings, destroyed on drop.
+struct Decoder(tj::tjhandle);
+
+impl Decoder {
+    fn new() -> Result<Self, BoxError> {
+        // SAFETY: tj3Init takes a plain integer; the handle is checked for
+        // null and destroyed on drop.
+        let handle = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as c_int) };
+        if handle.is_null() {
+            return Err("tj3Init failed".into());
+        }
+        let decoder = Self(handle);
+        // SAFETY: a valid handle and known parameters.
+        unsafe {
+            check(
+                handle,
+                tj::tj3Set(handle, tj::TJPARAM_TJPARAM_FASTDCT as c_int, 1),
+            )?;
+            check(
+                handle,
+                tj::tj3Set(handle, tj::TJPARAM_TJPARAM_FASTUPSAMPLE as c_int, 1),
+            )?;
+        }
+        Ok(decoder)
+    }
+
+    /// Decodes one frame into `buf` (grown when needed); its pixel count.
+    fn decode(&self, jpeg: &[u8], scaling: Scaling, buf: &mut Vec<u8>) -> Result<u64, BoxError> {
+        let handle = self.0;
         // SAFETY (all calls below): the handle is a valid decompressor, the
         // JPEG slice is readable for its length, and `buf` is grown to
         // `pitch * height` bytes before decompressing into it.
@@ -104,11 +186,12 @@ fn pass(
             let height = tj::tj3Get(handle, tj::TJPARAM_TJPARAM_JPEGHEIGHT as c_int);
             let gray = tj::tj3Get(handle, tj::TJPARAM_TJPARAM_COLORSPACE as c_int)
                 == tj::TJCS_TJCS_GRAY as c_int;
+            let factor = match scaling {
+                Scaling::Fixed(f) => f,
+                Scaling::ShortEdge(s) => short_edge_factor(width, height, s),
+            };
             check(handle, tj::tj3SetScalingFactor(handle, factor))?;
-            let (w, h) = (
-                (width * factor.num + factor.denom - 1) / factor.denom,
-                (height * factor.num + factor.denom - 1) / factor.denom,
-            );
+            let (w, h) = (scaled(width, factor), scaled(height, factor));
             let (format, channels) = if gray {
                 (tj::TJPF_TJPF_GRAY, 1)
             } else {
@@ -129,66 +212,107 @@ fn pass(
                     format as c_int,
                 ),
             )?;
-            pixels += (w * h) as u64;
+            Ok((w * h) as u64)
         }
     }
-    Ok(pixels)
+}
+
+impl Drop for Decoder {
+    fn drop(&mut self) {
+        // SAFETY: the handle is valid and not used after this.
+        unsafe { tj::tj3Destroy(self.0) };
+    }
+}
+
+/// Per thread: its decoder and output buffer, kept across passes.
+struct Worker {
+    decoder: Decoder,
+    buf: Vec<u8>,
+}
+
+// SAFETY: a TurboJPEG handle has no thread affinity; each is used by one
+// thread at a time (moved into a scoped thread for a pass, then back).
+#[allow(clippy::non_send_fields_in_send_ty)]
+unsafe impl Send for Worker {}
+
+/// One pass over `frames` with one thread per worker, each taking the next
+/// frame from a shared counter; the pixels decoded.
+fn pass(workers: &mut [Worker], frames: &[Vec<u8>], scaling: Scaling) -> Result<u64, BoxError> {
+    if let [one] = workers {
+        let mut pixels = 0;
+        for jpeg in frames {
+            pixels += one.decoder.decode(jpeg, scaling, &mut one.buf)?;
+        }
+        return Ok(pixels);
+    }
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = workers
+            .iter_mut()
+            .map(|w| {
+                let next = &next;
+                s.spawn(move || -> Result<u64, BoxError> {
+                    let mut pixels = 0;
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(jpeg) = frames.get(i) else {
+                            return Ok(pixels);
+                        };
+                        pixels += w.decoder.decode(jpeg, scaling, &mut w.buf)?;
+                    }
+                })
+            })
+            .collect();
+        let mut pixels = 0;
+        for h in handles {
+            pixels += h.join().map_err(|_| "a decoding thread panicked")??;
+        }
+        Ok(pixels)
+    })
 }
 
 fn run() -> Result<(), BoxError> {
     let args = parse()?;
     let frames = frames(&args.dir)?;
     let bytes: usize = frames.iter().map(Vec::len).sum();
-    // SAFETY: tj3Init takes a plain integer; the handle is checked for null
-    // and destroyed at the end.
-    let handle = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as c_int) };
-    if handle.is_null() {
-        return Err("tj3Init failed".into());
-    }
-    // SAFETY: a valid handle and known parameters.
-    unsafe {
-        check(
-            handle,
-            tj::tj3Set(handle, tj::TJPARAM_TJPARAM_FASTDCT as c_int, 1),
-        )?;
-        check(
-            handle,
-            tj::tj3Set(handle, tj::TJPARAM_TJPARAM_FASTUPSAMPLE as c_int, 1),
-        )?;
-    }
-    let factor = tj::tjscalingfactor {
-        num: args.num,
-        denom: args.denom,
-    };
-    let mut buf = Vec::new();
+    let mut workers = (0..args.threads)
+        .map(|_| {
+            Ok(Worker {
+                decoder: Decoder::new()?,
+                buf: Vec::new(),
+            })
+        })
+        .collect::<Result<Vec<_>, BoxError>>()?;
     let mut best = f64::INFINITY;
     let mut pixels = 0;
-    pass(handle, &frames, factor, &mut buf)?; // warm-up
+    pass(&mut workers, &frames, args.scaling)?; // warm-up
     for _ in 0..args.passes {
         let start = Instant::now();
-        pixels = pass(handle, &frames, factor, &mut buf)?;
+        pixels = pass(&mut workers, &frames, args.scaling)?;
         best = best.min(start.elapsed().as_secs_f64());
     }
-    // SAFETY: the handle is valid and not used after this.
-    unsafe { tj::tj3Destroy(handle) };
     let n = frames.len() as f64;
     let rate = n / best;
+    let scale = match args.scaling {
+        Scaling::Fixed(f) => format!("{}/{}", f.num, f.denom),
+        Scaling::ShortEdge(s) => format!("short-edge>={s}"),
+    };
     if args.json {
         println!(
-            "{{\"frames\": {}, \"bytes\": {bytes}, \"scale\": \"{}/{}\", \"passes\": {}, \
-             \"best_s\": {best}, \"frames_per_s\": {rate}, \"megapixels_per_s\": {}}}",
+            "{{\"frames\": {}, \"bytes\": {bytes}, \"scale\": \"{scale}\", \"threads\": {}, \
+             \"passes\": {}, \"best_s\": {best}, \"frames_per_s\": {rate}, \
+             \"megapixels_per_s\": {}}}",
             frames.len(),
-            args.num,
-            args.denom,
+            args.threads,
             args.passes,
             pixels as f64 / best / 1e6
         );
     } else {
         println!(
-            "{} frames, scale {}/{}: {rate:.1} frames/s, {:.1} MP/s (best of {} passes)",
+            "{} frames, scale {scale}, {} thread(s): {rate:.1} frames/s, {:.1} MP/s \
+             (best of {} passes)",
             frames.len(),
-            args.num,
-            args.denom,
+            args.threads,
             pixels as f64 / best / 1e6,
             args.passes
         );
