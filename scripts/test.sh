@@ -15,6 +15,8 @@ scripts/compat.sh
 scripts/python-package.sh
 "$root/.venv/bin/python" -m pytest crates/gulp-python/tests -q -ra -p no:cacheprovider
 cargo test --workspace --doc
+# Sharded ingest on a real single-node Slurm (installed when missing).
+scripts/slurm-test.sh
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
 cargo nextest run -p gulp-io -p gulp-ingest -p gulp-loader --no-default-features --no-fail-fast

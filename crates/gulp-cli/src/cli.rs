@@ -123,6 +123,47 @@ pub enum Command {
     /// prints frames/s, megapixels/s (decoded pixels) and MB/s (JPEG bytes).
     #[command(after_help = "Example: gulp bench data/train --threads 8")]
     Bench(BenchArgs),
+    /// Move the chunks of shard directories into one directory.
+    ///
+    /// For shards written to separate directories (`gulp ingest ... --shard
+    /// I/N` on node-local disks): every chunk pair of each DIR is moved into
+    /// OUT (created if missing), data first and meta last, so that OUT never
+    /// shows a half-moved chunk and a merge that was cut is finished by
+    /// running it again. Everything is checked before anything moves: a
+    /// chunk number or an id in two places, labels numbered differently, or
+    /// an unfinished write refuse the merge (exit 2, nothing moved).
+    #[command(after_help = "Example: gulp merge data/train /scratch/node*/train")]
+    Merge(MergeArgs),
+    /// Where a sharded ingest is: which chunks are committed, which task
+    /// owns the missing ones, and which tasks to run again.
+    ///
+    /// Exit status 0 when no sharded run is under way (all tasks finished),
+    /// 1 while chunks are missing.
+    #[command(after_help = "Example: gulp status data/train --shards 64")]
+    Status(StatusArgs),
+}
+
+/// Arguments of `gulp merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The directory to merge into.
+    pub out: PathBuf,
+    /// The shard directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+}
+
+/// Arguments of `gulp status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The output directory of the sharded ingest.
+    pub dir: PathBuf,
+    /// The number of tasks (read from the run's plan while it is under way).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<NonZeroUsize>,
+    /// Print the status as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The input layouts `gulp ingest` reads.
@@ -291,6 +332,18 @@ pub struct IngestArgs {
     /// and every skipped item with its error), in every mode.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Task I of N of a sharded ingest: writes only the chunks k with k % N
+    /// == I (chunk k holds the list items from k times --videos-per-chunk),
+    /// so N tasks into one shared directory give what one run gives.
+    /// `auto`: from SLURM_ARRAY_TASK_ID (with SLURM_ARRAY_TASK_COUNT or
+    /// _MIN/_MAX) or JOB_COMPLETION_INDEX (with --shard-count or
+    /// GULP_SHARD_COUNT). See docs/scale-out.md.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// The number of tasks for `--shard auto` on Kubernetes (an Indexed
+    /// Job's completions).
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shard_count: Option<NonZeroUsize>,
 }
 
 /// Arguments of `gulp check`.

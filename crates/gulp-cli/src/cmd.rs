@@ -7,8 +7,10 @@ mod dump_meta;
 mod extract;
 mod info;
 mod ingest;
+mod merge;
 mod preview;
 mod recover;
+mod status;
 
 use std::io::{BufWriter, StdoutLock, Write};
 use std::num::NonZeroUsize;
@@ -32,6 +34,8 @@ pub fn run(command: Command) -> Result<Outcome> {
         Command::Convert(args) => convert::run(&args),
         Command::Extract(args) => extract::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Merge(args) => merge::run(&args),
+        Command::Status(args) => status::run(&args),
     }
 }
 

@@ -749,3 +749,242 @@ fn ffmpeg_without_setts_ingests_the_same() {
     want.push((2, false));
     assert_eq!(runs, want, "{}", fs::read_to_string(&log).unwrap());
 }
+
+/// Names, sizes and CRC-32s of a directory's files (short messages when
+/// two directories differ).
+fn digest(dir: &Path) -> Vec<(String, usize, u32)> {
+    contents(dir)
+        .into_iter()
+        .map(|(n, b)| (n, b.len(), crc32fast::hash(&b)))
+        .collect()
+}
+
+/// The crash dataset's list with a bad item (no frame folder) at input #4,
+/// so that one chunk is shorter: chunking slices the list first.
+fn shard_dataset(root: &Path) -> (PathBuf, PathBuf) {
+    let (list, frames) = crash_dataset(root);
+    let mut lines: Vec<String> = fs::read_to_string(&list)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.insert(4, "missing;l0".into());
+    fs::write(&list, lines.join("\n") + "\n").unwrap();
+    (list, frames)
+}
+
+fn shard_cmd(list: &Path, frames: &Path, out: &Path, shard: &str) -> Command {
+    let mut cmd = ingest_cmd(list, frames, out);
+    cmd.args(["--shard", shard]);
+    cmd
+}
+
+#[test]
+fn sharded_tasks_give_what_one_run_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (list, frames) = shard_dataset(tmp.path());
+    let reference = tmp.path().join("reference");
+    assert!(
+        ingest_cmd(&list, &frames, &reference)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let want = digest(&reference);
+    // 25 items in chunks of 3: chunk 1 lost its bad item.
+    let gd = GulpDirectory::open(&reference).unwrap();
+    assert_eq!(gd.chunks().len(), 9);
+    assert_eq!(gd.chunks()[1].len(), 2);
+    drop(gd);
+
+    // Four tasks at once into one directory.
+    let out = tmp.path().join("shared");
+    let mut children: Vec<_> = (0..4)
+        .map(|i| {
+            shard_cmd(&list, &frames, &out, &format!("{i}/4"))
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in &mut children {
+        assert!(child.wait().unwrap().success());
+    }
+    assert_eq!(digest(&out), want, "four tasks differ from one run");
+    gulpio2_opens(&out, 0);
+    // A re-run of a finished task changes nothing.
+    assert!(
+        shard_cmd(&list, &frames, &out, "2/4")
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(digest(&out), want);
+
+    // Tasks of another count are refused while a run is under way.
+    let partial = tmp.path().join("partial");
+    assert!(
+        shard_cmd(&list, &frames, &partial, "0/4")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let refused = gulp()
+        .args(["ingest", "20bn-csv-jpeg", s(&list), s(&frames), s(&partial)])
+        .args([
+            "--videos-per-chunk",
+            "3",
+            "--frame-size",
+            "150",
+            "-q",
+            "--shard",
+            "1/3",
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(err.contains("4 tasks") && err.contains("1/3"), "{err}");
+    // `gulp status` names the tasks to run again.
+    let status = gulp()
+        .args(["status", s(&partial), "--json"])
+        .assert()
+        .code(1);
+    let report: serde_json::Value = serde_json::from_slice(&status.get_output().stdout).unwrap();
+    assert_eq!(report["shards"], 4);
+    assert_eq!(report["resubmit"], serde_json::json!([1, 2, 3]));
+    assert_eq!(report["tasks"][0]["state"], "done");
+    assert_eq!(report["tasks"][1]["missing"], serde_json::json!([1, 5]));
+    // A plain run finishes it, and the result is the same.
+    assert!(
+        ingest_cmd(&list, &frames, &partial)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(digest(&partial), want);
+    gulp()
+        .args(["status", s(&partial), "--shards", "4"])
+        .assert()
+        .code(0);
+
+    // The same task twice at once: the second is refused.
+    let twice = tmp.path().join("twice");
+    fs::create_dir_all(&twice).unwrap();
+    let held = fs::File::create(twice.join(".gulp-tmp.shard-1-of-4.lock")).unwrap();
+    held.lock().unwrap();
+    let refused = shard_cmd(&list, &frames, &twice, "1/4").output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(err.contains("already running"), "{err}");
+}
+
+#[test]
+fn killed_shard_tasks_rerun_to_the_same_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (list, frames) = shard_dataset(tmp.path());
+    let reference = tmp.path().join("reference");
+    let started = Instant::now();
+    assert!(
+        ingest_cmd(&list, &frames, &reference)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let full = started.elapsed();
+    let want = digest(&reference);
+    let mut rng = fastrand::Rng::with_seed(11);
+    for trial in 0..3 {
+        let out = tmp.path().join(format!("trial{trial}"));
+        let victim = rng.usize(0..4);
+        let mut children: Vec<_> = (0..4)
+            .map(|i| {
+                shard_cmd(&list, &frames, &out, &format!("{i}/4"))
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        // Four tasks share two cores: each takes about the full run's time.
+        std::thread::sleep(full.mul_f64(rng.f64() * 0.9));
+        children[victim].kill().unwrap(); // SIGKILL
+        for child in &mut children {
+            child.wait().unwrap();
+        }
+        // What the killed task committed is the reference's, byte for byte.
+        let gd = GulpDirectory::open(&out).unwrap();
+        for chunk in gd.chunks() {
+            let name = chunk.data_path.file_name().unwrap().to_str().unwrap();
+            let reference = want.iter().find(|(n, _, _)| n == name).unwrap();
+            assert_eq!(
+                crc32fast::hash(&fs::read(&chunk.data_path).unwrap()),
+                reference.2
+            );
+        }
+        drop(gd);
+        let status = shard_cmd(&list, &frames, &out, &format!("{victim}/4"))
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "trial {trial}: re-run of task {victim} failed"
+        );
+        assert_eq!(
+            digest(&out),
+            want,
+            "trial {trial}: task {victim} killed and re-run"
+        );
+    }
+}
+
+#[test]
+fn merge_of_shard_directories_equals_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (list, frames) = shard_dataset(tmp.path());
+    let reference = tmp.path().join("reference");
+    assert!(
+        ingest_cmd(&list, &frames, &reference)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let want = digest(&reference);
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("node{i}")))
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        assert!(
+            shard_cmd(&list, &frames, dir, &format!("{i}/3"))
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    // A collision (node0's chunks in two sources) is refused, nothing moved.
+    let copy = tmp.path().join("node0-copy");
+    common::copy_dir(&dirs[0], &copy);
+    let before: Vec<_> = dirs.iter().chain([&copy]).map(|d| digest(d)).collect();
+    let out = tmp.path().join("merged");
+    let refused = gulp()
+        .arg("merge")
+        .arg(&out)
+        .args(&dirs)
+        .arg(&copy)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(err.contains("chunk 0 is in both"), "{err}");
+    let after: Vec<_> = dirs.iter().chain([&copy]).map(|d| digest(d)).collect();
+    assert_eq!(before, after);
+    assert!(digest(&out).is_empty());
+    // The three shards merge into what one run gives.
+    gulp().arg("merge").arg(&out).args(&dirs).assert().code(0);
+    assert_eq!(digest(&out), want);
+    gulpio2_opens(&out, 0);
+    for dir in &dirs {
+        assert!(
+            digest(dir).iter().all(|(n, _, _)| n == "label2idx.json"),
+            "{dir:?}"
+        );
+    }
+    // Merging the copy now collides with what is in OUT.
+    gulp().arg("merge").arg(&out).arg(&copy).assert().code(2);
+    assert_eq!(digest(&out), want);
+}

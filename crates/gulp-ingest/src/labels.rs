@@ -114,7 +114,13 @@ impl Labels {
         if fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
             return Ok(path);
         }
-        let tmp = output_dir.join(format!("{}{LABEL_FILE}", gulp_format::TEMP_PREFIX));
+        // A name of this process: the tasks of a sharded ingest write the
+        // same labels at the same time.
+        let tmp = output_dir.join(format!(
+            "{}{LABEL_FILE}.{}",
+            gulp_format::TEMP_PREFIX,
+            std::process::id()
+        ));
         let write = || -> std::io::Result<()> {
             let mut f = File::create(&tmp)?;
             f.write_all(text.as_bytes())?;

@@ -36,6 +36,7 @@ pub mod frames;
 mod labels;
 mod pipeline;
 mod raster;
+mod shard;
 pub mod video;
 pub mod yuv;
 
@@ -44,3 +45,4 @@ pub use crate::error::{Error, ItemError, Result, Skipped};
 pub use crate::frames::{FrameOptions, Subsampling};
 pub use crate::labels::{LABEL_FILE, Labels};
 pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};
+pub use crate::shard::{PLAN_FILE, Plan, Shard, finished_tasks};

@@ -29,6 +29,7 @@ use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
 use crate::adapter::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, Skipped};
 use crate::frames::{FrameOptions, JpegSink, encode_frames, encode_videos};
+use crate::shard::{Plan, Shard, TaskLock};
 use crate::video::{BATCH, BATCH_MAX_FILE, Batch};
 
 /// How much encoded frame data the items in flight may hold in memory in
@@ -64,6 +65,8 @@ pub struct IngestOptions {
     /// Sync files and directory on every commit (on unless the output is
     /// throw-away).
     pub fsync: bool,
+    /// Write only this task's chunks of a sharded run (see [`Shard`]).
+    pub shard: Option<Shard>,
 }
 
 impl Default for IngestOptions {
@@ -76,6 +79,7 @@ impl Default for IngestOptions {
             strict: false,
             shuffle_seed: None,
             fsync: true,
+            shard: None,
         }
     }
 }
@@ -145,38 +149,99 @@ pub fn ingest(
         ));
     }
     fs::create_dir_all(output).map_err(|e| Error::io("creating", output, e))?;
-    let _lock = lock(output)?;
+    // A sharded task shares the directory with the other tasks (and
+    // recovers only its own chunks); a plain run has it to itself.
+    let per_chunk = opts.items_per_chunk;
+    let (task, _lock) = match opts.shard {
+        Some(shard) => {
+            let plan = Plan {
+                count: shard.count,
+                items_per_chunk: per_chunk,
+                items: adapter.len(),
+                shuffle_seed: opts.shuffle_seed,
+            };
+            (Some(TaskLock::take(output, shard, plan)?), None)
+        }
+        None => (None, Some(lock(output)?)),
+    };
     let mut report = IngestReport {
-        recovered: gulp_io::recover(output)?,
+        recovered: match opts.shard {
+            Some(shard) => gulp_io::recover_chunks(output, |k| shard.owns(k))?,
+            None => gulp_io::recover(output)?,
+        },
         ..IngestReport::default()
     };
     let gulp = GulpDirectory::open(output)?;
     let existing: HashSet<&str> = gulp.ids().collect();
+    let committed: HashSet<u64> = gulp.chunks().iter().map(|c| c.chunk).collect();
 
+    // Chunk k holds the items at positions [k * per_chunk, (k + 1) *
+    // per_chunk) of the (shuffled) list, as gulpio2 slices it: an item that
+    // fails leaves its chunk shorter, so every task of a sharded run
+    // computes the same chunks.
     let mut order: Vec<usize> = (0..adapter.len()).collect();
     if let Some(seed) = opts.shuffle_seed {
         fastrand::Rng::with_seed(seed).shuffle(&mut order);
     }
+    let slices = order.len().div_ceil(per_chunk) as u64;
     let mut todo = Vec::with_capacity(order.len());
+    let mut leftover = Vec::new();
     let mut first_seen: HashMap<String, usize> = HashMap::new();
-    for index in order {
+    for (position, index) in order.into_iter().enumerate() {
+        let chunk = (position / per_chunk) as u64;
+        let mine = opts.shard.is_none_or(|s| s.owns(chunk));
         let id = adapter.id(index);
+        if let Some(&first) = first_seen.get(&id) {
+            if mine {
+                report.skipped.push(Skipped {
+                    index,
+                    id,
+                    error: ItemError::new(format!(
+                        "id repeated in the input (first at input #{first})"
+                    )),
+                });
+            }
+            continue;
+        }
+        first_seen.insert(id.clone(), index);
+        if !mine {
+            continue;
+        }
         if existing.contains(id.as_str()) {
             report.already_present += 1;
-        } else if let Some(&first) = first_seen.get(&id) {
+        } else if committed.contains(&chunk) {
+            // Its chunk is written without it: it failed in an earlier run,
+            // or the list changed.
+            leftover.push((index, id, chunk));
+        } else {
+            todo.push((index, id, chunk));
+        }
+    }
+    drop(first_seen);
+    let mut task = task;
+    if let Some(task) = task.as_mut() {
+        task.join(!todo.is_empty())?;
+    }
+    if opts.shard.is_some() {
+        // Other tasks number their chunks from the list too: no room for
+        // extra chunks. Retrying is for an unsharded run.
+        for (index, id, chunk) in leftover {
             report.skipped.push(Skipped {
                 index,
                 id,
                 error: ItemError::new(format!(
-                    "id repeated in the input (first at input #{first})"
+                    "chunk {chunk} is committed without this item (it failed in an earlier run, or the list changed); an unsharded run retries it"
                 )),
             });
-        } else {
-            first_seen.insert(id.clone(), index);
-            todo.push((index, id));
+        }
+    } else {
+        // Items of chunks already written (an extended list, or items that
+        // failed before): in new chunks after every chunk of the list.
+        let first = slices.max(gulp.next_chunk_number());
+        for (k, (index, id, _)) in leftover.into_iter().enumerate() {
+            todo.push((index, id, first + (k / per_chunk) as u64));
         }
     }
-    drop(first_seen);
     if opts.strict
         && let Some(dup) = report.skipped.first()
     {
@@ -204,10 +269,12 @@ pub fn ingest(
         frames: frames_opts,
         batching: AtomicBool::new(true),
     };
-    let next_chunk = gulp.next_chunk_number();
     drop(existing);
     drop(gulp);
-    state.run(todo, next_chunk, &mut report, progress)?;
+    state.run(todo, &mut report, progress)?;
+    if let Some(task) = task {
+        task.finish()?;
+    }
     report.elapsed = start.elapsed();
     Ok(report)
 }
@@ -251,6 +318,7 @@ struct Job {
     seq: usize,
     index: usize,
     id: String,
+    chunk: u64,
 }
 
 /// A worker's answer for one item.
@@ -258,6 +326,7 @@ struct Outcome {
     seq: usize,
     index: usize,
     id: String,
+    chunk: u64,
     result: std::result::Result<Encoded, Failure>,
 }
 
@@ -275,8 +344,7 @@ struct Encoded {
 impl Run<'_> {
     fn run(
         &self,
-        todo: Vec<(usize, String)>,
-        mut next_chunk: u64,
+        todo: Vec<(usize, String, u64)>,
         report: &mut IngestReport,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
@@ -296,6 +364,11 @@ impl Run<'_> {
             ..Progress::default()
         };
         progress(&status);
+        // Items left per chunk: a chunk is committed after its last one.
+        let mut left: HashMap<u64, usize> = HashMap::new();
+        for (_, _, chunk) in &todo {
+            *left.entry(*chunk).or_default() += 1;
+        }
 
         thread::scope(|scope| -> Result<()> {
             let stop = &stop;
@@ -308,11 +381,16 @@ impl Run<'_> {
                     while jobs.len() > 0 {
                         let size = group_size(jobs.len(), workers);
                         let mut group = Vec::with_capacity(size);
-                        for (seq, (index, id)) in jobs.by_ref().take(size) {
+                        for (seq, (index, id, chunk)) in jobs.by_ref().take(size) {
                             if credit_rx.recv().is_err() || stop.load(Ordering::Relaxed) {
                                 return;
                             }
-                            group.push(Job { seq, index, id });
+                            group.push(Job {
+                                seq,
+                                index,
+                                id,
+                                chunk,
+                            });
                         }
                         if job_tx.send(group).is_err() {
                             return;
@@ -337,7 +415,7 @@ impl Run<'_> {
             let result = self.write_in_order(
                 &out_rx,
                 &credit_tx,
-                &mut next_chunk,
+                &mut left,
                 report,
                 &mut status,
                 progress,
@@ -399,12 +477,18 @@ impl Run<'_> {
                         }
                     }
                 };
-                let Job { seq, index, id } = job;
+                let Job {
+                    seq,
+                    index,
+                    id,
+                    chunk,
+                } = job;
                 if out
                     .send(Outcome {
                         seq,
                         index,
                         id,
+                        chunk,
                         result,
                     })
                     .is_err()
@@ -483,7 +567,7 @@ impl Run<'_> {
         &self,
         results: &Receiver<Outcome>,
         credits: &Sender<()>,
-        next_chunk: &mut u64,
+        left: &mut HashMap<u64, usize>,
         report: &mut IngestReport,
         status: &mut Progress,
         progress: &mut dyn FnMut(&Progress),
@@ -491,19 +575,24 @@ impl Run<'_> {
         let mut pending: BTreeMap<usize, Outcome> = BTreeMap::new();
         let mut next = 0usize;
         let mut chunk: Option<ChunkWriter> = None;
-        let mut in_chunk = 0usize;
         for outcome in results {
             pending.insert(outcome.seq, outcome);
             while let Some(outcome) = pending.remove(&next) {
                 next += 1;
-                self.write_one(
-                    outcome,
-                    &mut chunk,
-                    &mut in_chunk,
-                    next_chunk,
-                    report,
-                    status,
-                )?;
+                let number = outcome.chunk;
+                self.write_one(outcome, &mut chunk, report, status)?;
+                let rest = left.get_mut(&number).map(|n| {
+                    *n -= 1;
+                    *n
+                });
+                if rest == Some(0)
+                    && chunk.as_ref().is_some_and(|w| w.chunk() == number)
+                    && let Some(w) = chunk.take()
+                {
+                    let summary = w.finish()?;
+                    report.chunks.push(summary.chunk);
+                    status.chunks += 1;
+                }
                 progress(status);
                 let _ = credits.send(());
             }
@@ -525,20 +614,30 @@ impl Run<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn write_one(
         &self,
         outcome: Outcome,
         chunk: &mut Option<ChunkWriter>,
-        in_chunk: &mut usize,
-        next_chunk: &mut u64,
         report: &mut IngestReport,
         status: &mut Progress,
     ) -> Result<()> {
         status.items_done += 1;
         let Outcome {
-            index, id, result, ..
+            index,
+            id,
+            chunk: number,
+            result,
+            ..
         } = outcome;
+        // Items come in list order: the first item of another chunk
+        // commits the one being written.
+        if chunk.as_ref().is_some_and(|w| w.chunk() != number)
+            && let Some(w) = chunk.take()
+        {
+            let summary = w.finish()?;
+            report.chunks.push(summary.chunk);
+            status.chunks += 1;
+        }
         let encoded = match result {
             Ok(e) => e,
             Err(Failure::Panic { worker, message }) => {
@@ -559,8 +658,7 @@ impl Run<'_> {
                 let w = ChunkWriter::builder()
                     .meta_format(self.opts.meta_format)
                     .fsync(self.opts.fsync)
-                    .create(self.output, *next_chunk)?;
-                *next_chunk += 1;
+                    .create(self.output, number)?;
                 chunk.insert(w)
             }
         };
@@ -587,15 +685,6 @@ impl Run<'_> {
         report.bytes += bytes;
         status.frames += n;
         status.bytes += bytes;
-        *in_chunk += 1;
-        if *in_chunk == self.opts.items_per_chunk {
-            *in_chunk = 0;
-            if let Some(w) = chunk.take() {
-                let summary = w.finish()?;
-                report.chunks.push(summary.chunk);
-                status.chunks += 1;
-            }
-        }
         Ok(())
     }
 }

@@ -59,7 +59,7 @@ pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
 pub use crate::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::reader::{ChunkReader, ReadMode};
-pub use crate::recover::{Recovery, recover};
+pub use crate::recover::{Recovery, recover, recover_chunks};
 pub use crate::select::Selection;
 pub use crate::writer::{ChunkSummary, ChunkWriter, ChunkWriterBuilder};
 pub use gulp_format;

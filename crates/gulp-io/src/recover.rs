@@ -52,12 +52,31 @@ impl std::fmt::Display for Recovery {
 /// Call it only while no other writer is working in `dir` (an ingest holds a
 /// lock for that), or it removes that writer's temporary files.
 pub fn recover(dir: impl AsRef<Path>) -> Result<Vec<Recovery>> {
-    let dir = dir.as_ref();
+    recover_where(dir.as_ref(), |_| true)
+}
+
+/// [`recover`] for the chunks `owns` accepts only: their cut commits are
+/// finished and their temporary files removed; every other temporary file
+/// is left alone. Several writers sharing a directory (the tasks of a
+/// sharded ingest, each owning its chunks) recover their own chunks while
+/// the others work.
+pub fn recover_chunks(dir: impl AsRef<Path>, owns: impl Fn(u64) -> bool) -> Result<Vec<Recovery>> {
+    recover_where(dir.as_ref(), |rest| match parse_chunk_file_name(rest) {
+        Some(ChunkFile::Data(n) | ChunkFile::Meta(n)) => owns(n),
+        None => false,
+    })
+}
+
+/// Recovers the temporary files whose name after [`TEMP_PREFIX`] `take`
+/// accepts.
+fn recover_where(dir: &Path, take: impl Fn(&str) -> bool) -> Result<Vec<Recovery>> {
     let mut temps = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))? {
         let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
         let name = entry.file_name();
-        if let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) {
+        if let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            && take(rest)
+        {
             temps.push(rest.to_owned());
         }
     }

@@ -106,7 +106,8 @@ fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, Py
 #[pyo3(signature = (kind, inputs, output, *, videos_per_chunk = 100, num_workers = None,
                     frame_size = None, frame_rate = None, quality = 90, subsampling = "auto",
                     meta_format = "json", shuffle_seed = None, strict = false,
-                    label_name = "template", phase = "training", fsync = true))]
+                    label_name = "template", phase = "training", fsync = true, shard = None,
+                    shard_count = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ingest<'py>(
     py: Python<'py>,
@@ -125,7 +126,19 @@ pub(crate) fn ingest<'py>(
     label_name: &str,
     phase: &str,
     fsync: bool,
+    shard: Option<&str>,
+    shard_count: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let shard = match shard {
+        None => None,
+        Some("auto") => Some(gulp_ingest::Shard::from_env(
+            |k| std::env::var(k).ok(),
+            shard_count,
+        )),
+        Some(text) => Some(gulp_ingest::Shard::parse(text)),
+    }
+    .transpose()
+    .map_err(|e| Class::Invalid.err(format!("shard: {e}")))?;
     if videos_per_chunk == 0 {
         return Err(Class::Invalid.err("videos_per_chunk must be at least 1"));
     }
@@ -157,6 +170,7 @@ pub(crate) fn ingest<'py>(
         strict,
         shuffle_seed,
         fsync,
+        shard,
         ..IngestOptions::default()
     };
     if let Some(n) = num_workers {

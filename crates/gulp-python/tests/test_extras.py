@@ -131,6 +131,24 @@ def test_ingest_with_a_built_in_adapter(tmp_path):
     assert again["items"] == 0 and again["already_present"] == 4
 
 
+def test_sharded_ingest_equals_one_run(tmp_path):
+    make_videos(tmp_path / "videos")
+    one = tmp_path / "one"
+    gulp.ingest("video-folder", tmp_path / "videos", output=one, videos_per_chunk=1,
+                frame_rate=8, frame_size=64)
+    shared = tmp_path / "shared"
+    reports = [gulp.ingest("video-folder", tmp_path / "videos", output=shared,
+                           videos_per_chunk=1, frame_rate=8, frame_size=64, shard=shard)
+               for shard in [(0, 3), "1/3", (2, 3)]]
+    assert [r["chunks"] for r in reports] == [[0, 3], [1], [2]]
+    files = sorted(os.listdir(one))
+    assert sorted(os.listdir(shared)) == files
+    for name in files:
+        assert (one / name).read_bytes() == (shared / name).read_bytes(), name
+    with pytest.raises(gulp.InvalidInputError, match="I/N"):
+        gulp.ingest("video-folder", tmp_path / "videos", output=tmp_path / "x", shard="3/3")
+
+
 def test_ingest_errors(tmp_path):
     with pytest.raises(gulp.InvalidInputError):
         gulp.ingest("no-such-adapter", tmp_path, output=tmp_path / "o")

@@ -6,15 +6,37 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use gulp_ingest::adapters::Dataset;
-use gulp_ingest::{DatasetAdapter, FrameOptions, IngestOptions, IngestReport, Progress, ingest};
+use gulp_ingest::{
+    DatasetAdapter, FrameOptions, IngestOptions, IngestReport, Progress, Shard, ingest,
+};
 use serde::Serialize;
 
 use crate::Outcome;
 use crate::cli::{IngestArgs, IngestKind};
 
+/// The task of `--shard I/N|auto`.
+fn shard_of(args: &IngestArgs) -> Result<Option<Shard>> {
+    let Some(text) = args.shard.as_deref() else {
+        return Ok(None);
+    };
+    let count = args.shard_count.map(std::num::NonZeroUsize::get);
+    let shard = if text == "auto" {
+        Shard::from_env(|k| std::env::var(k).ok(), count)
+    } else {
+        Shard::parse(text)
+    };
+    shard.map(Some).map_err(|e| anyhow::anyhow!("--shard: {e}"))
+}
+
 /// Runs `gulp ingest <kind>`.
 pub fn run(kind: IngestKind) -> Result<Outcome> {
     let (dataset, output, args) = adapter(kind)?;
+    let shard = shard_of(&args)?;
+    if shard.is_some() && args.shuffle && args.seed.is_none() {
+        anyhow::bail!(
+            "--shuffle with --shard needs --seed: every task must shuffle the list the same way"
+        );
+    }
     let seed = args
         .shuffle
         .then(|| args.seed.unwrap_or_else(|| fastrand::u64(..)));
@@ -32,6 +54,7 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
         strict: args.strict,
         shuffle_seed: seed,
         fsync: true,
+        shard,
     };
     if let Some(rate) = opts.frames.frame_rate {
         anyhow::ensure!(

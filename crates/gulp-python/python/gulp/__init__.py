@@ -102,7 +102,7 @@ def recover(path):
 def ingest(kind, *inputs, output, videos_per_chunk=100, num_workers=None, frame_size=None,
            frame_rate=None, quality=90, subsampling="auto", meta_format="json",
            shuffle_seed=None, strict=False, label_name="template", phase="training",
-           fsync=True):
+           fsync=True, shard=None, shard_count=None):
     """Ingests a dataset with a built-in adapter of ``gulp ingest``, on every
     core, and returns the run's report (a dict).
 
@@ -112,11 +112,19 @@ def ingest(kind, *inputs, output, videos_per_chunk=100, num_workers=None, frame_
     'image-list' (list_file, root_dir), 'kinetics' (input_csv, videos_dir),
     'activitynet' (input_json, videos_dir). Ids already in ``output`` are
     skipped, so running it again after an interruption completes the run.
+
+    ``shard=(i, n)`` (or ``"i/n"``, or ``"auto"`` for the scheduler's
+    environment, with ``shard_count`` on Kubernetes) writes only task ``i``'s
+    chunks of ``n``: ``n`` tasks into one shared directory give what one run
+    gives (docs/scale-out.md).
     """
+    if isinstance(shard, tuple):
+        shard = f"{shard[0]}/{shard[1]}"
     return _gulp.ingest(
         kind, [str(i) for i in inputs], str(output),
         videos_per_chunk=videos_per_chunk, num_workers=num_workers,
         frame_size=frame_size, frame_rate=frame_rate, quality=quality,
         subsampling=subsampling, meta_format=meta_format, shuffle_seed=shuffle_seed,
-        strict=strict, label_name=label_name, phase=phase, fsync=fsync,
+        strict=strict, label_name=label_name, phase=phase, fsync=fsync, shard=shard,
+        shard_count=shard_count,
     )

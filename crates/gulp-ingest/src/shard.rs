@@ -1,0 +1,403 @@
+//! Sharded ingest: task `I` of `N` writes the chunks `k` with `k % N == I`
+//! into a shared output directory, with no coordinator.
+//!
+//! Chunk `k` holds the items of input positions `[k * per_chunk, (k + 1) *
+//! per_chunk)` (after the shuffle, if any), whatever fails, so every task
+//! computes the same split from the same list. In the directory, while
+//! tasks run:
+//!
+//! - `.gulp-tmp.shards.json`: the plan (`count`, `items_per_chunk`,
+//!   `items`, `shuffle_seed`), written by the first task; a task with
+//!   another plan is refused.
+//! - `.gulp-tmp.shard-I-of-N.lock`: task `I`'s lock (flock, held while it
+//!   runs), so the same task started twice is refused. Every task also holds
+//!   a shared lock on the directory, which a plain (unsharded) ingest takes
+//!   exclusively.
+//! - `.gulp-tmp.shard-I-of-N.done`: task `I` finished. The task that finds
+//!   every task done removes the plan and the done files, leaving exactly
+//!   what one unsharded run writes.
+//!
+//! All of them start with [`TEMP_PREFIX`], so readers ignore them and
+//! `gulp recover` (run when no task is running) clears them.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use gulp_format::{JsonSerializer, Map, TEMP_PREFIX, Value};
+
+use crate::error::{Error, Result};
+
+/// Task `index` of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This task, `0..count`.
+    pub index: usize,
+    /// The number of tasks.
+    pub count: usize,
+}
+
+impl Shard {
+    /// Parses `I/N` (`0 <= I < N`).
+    pub fn parse(text: &str) -> std::result::Result<Shard, String> {
+        let bad = || format!("{text:?} is not I/N with 0 <= I < N (e.g. 3/8)");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        Shard::new(index, count).ok_or_else(bad)
+    }
+
+    /// Task `index` of `count`, if `index < count`.
+    pub fn new(index: usize, count: usize) -> Option<Shard> {
+        (index < count).then_some(Shard { index, count })
+    }
+
+    /// The task from the scheduler's environment: Slurm's
+    /// `SLURM_ARRAY_TASK_ID` with `SLURM_ARRAY_TASK_COUNT` (or
+    /// `SLURM_ARRAY_TASK_MIN`/`MAX`: task ids `MIN..=MAX`), or Kubernetes'
+    /// `JOB_COMPLETION_INDEX` with `count` or `GULP_SHARD_COUNT` (an
+    /// Indexed Job's `completions`).
+    pub fn from_env(
+        get: impl Fn(&str) -> Option<String>,
+        count: Option<usize>,
+    ) -> std::result::Result<Shard, String> {
+        let num = |name: &str| -> std::result::Result<Option<usize>, String> {
+            get(name)
+                .map(|v| {
+                    v.trim()
+                        .parse()
+                        .map_err(|_| format!("{name}={v:?} is not a number"))
+                })
+                .transpose()
+        };
+        if let Some(task) = num("SLURM_ARRAY_TASK_ID")? {
+            let (min, max) = (num("SLURM_ARRAY_TASK_MIN")?, num("SLURM_ARRAY_TASK_MAX")?);
+            let (index, n) = match (count, num("SLURM_ARRAY_TASK_COUNT")?, min, max) {
+                (Some(n), _, min, _) => (task - min.unwrap_or(0).min(task), n),
+                (None, _, Some(min), Some(max)) if max >= min && task >= min => {
+                    (task - min, max - min + 1)
+                }
+                (None, Some(n), _, _) => (task, n),
+                _ => {
+                    return Err(
+                        "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT or SLURM_ARRAY_TASK_MIN/MAX: give --shard I/N"
+                            .into(),
+                    );
+                }
+            };
+            return Shard::new(index, n).ok_or_else(|| {
+                format!("Slurm array task {task} is not one of {n} tasks (array {min:?}..={max:?})")
+            });
+        }
+        if let Some(index) = num("JOB_COMPLETION_INDEX")? {
+            let n = match count {
+                Some(n) => n,
+                None => num("GULP_SHARD_COUNT")?.ok_or(
+                    "JOB_COMPLETION_INDEX is set: give the number of tasks with --shard-count N or GULP_SHARD_COUNT",
+                )?,
+            };
+            return Shard::new(index, n)
+                .ok_or_else(|| format!("JOB_COMPLETION_INDEX={index} is not below {n} tasks"));
+        }
+        Err("--shard auto: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set".into())
+    }
+
+    /// Whether chunk `k` is this task's.
+    pub fn owns(&self, chunk: u64) -> bool {
+        chunk % self.count as u64 == self.index as u64
+    }
+
+    fn name(&self, what: &str) -> String {
+        format!("{TEMP_PREFIX}shard-{}-of-{}.{what}", self.index, self.count)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The file holding a sharded run's plan.
+pub const PLAN_FILE: &str = ".gulp-tmp.shards.json";
+
+/// What every task of a sharded run must agree on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Tasks.
+    pub count: usize,
+    /// Items per chunk.
+    pub items_per_chunk: usize,
+    /// Items in the input list.
+    pub items: usize,
+    /// The shuffle's seed.
+    pub shuffle_seed: Option<u64>,
+}
+
+impl Plan {
+    /// Chunks of the whole list.
+    pub fn chunks(&self) -> u64 {
+        self.items.div_ceil(self.items_per_chunk.max(1)) as u64
+    }
+
+    fn to_json(&self) -> String {
+        let mut map = Map::default();
+        let int = |v: usize| Value::from(v as u64);
+        map.insert("count".into(), int(self.count));
+        map.insert("items_per_chunk".into(), int(self.items_per_chunk));
+        map.insert("items".into(), int(self.items));
+        map.insert(
+            "shuffle_seed".into(),
+            self.shuffle_seed.map_or(Value::Null, Value::from),
+        );
+        JsonSerializer::value_to_string(&Value::Object(map))
+    }
+
+    fn parse(bytes: &[u8], path: &Path) -> Result<Plan> {
+        let bad = |reason: &str| Error::input(path, reason.to_owned());
+        let value = JsonSerializer::parse_value(bytes).map_err(|e| bad(&e.to_string()))?;
+        let get = |key: &str| -> Result<Option<u64>> {
+            match value.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_i64()
+                    .and_then(|i| u64::try_from(i).ok())
+                    .map(Some)
+                    .ok_or_else(|| bad(&format!("{key} is not a count"))),
+            }
+        };
+        let size = |key: &str| -> Result<usize> {
+            get(key)?
+                .and_then(|v| usize::try_from(v).ok())
+                .ok_or_else(|| bad(&format!("no {key}")))
+        };
+        Ok(Plan {
+            count: size("count")?,
+            items_per_chunk: size("items_per_chunk")?,
+            items: size("items")?,
+            shuffle_seed: get("shuffle_seed")?,
+        })
+    }
+
+    /// The plan of the run in `dir`, if one is under way.
+    pub fn read(dir: &Path) -> Result<Option<Plan>> {
+        let path = dir.join(PLAN_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => Plan::parse(&bytes, &path).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("reading", path, e)),
+        }
+    }
+
+    /// Records this plan in `dir`, or checks it against the one there.
+    fn join(&self, dir: &Path, shard: Shard) -> Result<()> {
+        let path = dir.join(PLAN_FILE);
+        // Written under a name of this task, then linked into place: the
+        // link fails if another task was first, and nobody ever reads a
+        // half-written plan.
+        let tmp = dir.join(shard.name("plan"));
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&tmp)?;
+            f.write_all(self.to_json().as_bytes())?;
+            f.sync_all()
+        };
+        write().map_err(|e| Error::io("writing", &tmp, e))?;
+        let linked = fs::hard_link(&tmp, &path);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("creating", path, e)),
+        }
+        let theirs = Plan::read(dir)?.ok_or_else(|| {
+            Error::Options(format!("{} vanished while joining the run", path.display()))
+        })?;
+        if theirs != *self {
+            return Err(Error::Options(format!(
+                "{} is being ingested as {} tasks of {} items per chunk over {} items (shuffle seed {:?}); \
+                 this task ({shard}) has {} tasks of {} items per chunk over {} items (shuffle seed {:?}). \
+                 Use the same --shard count, list and options, or run `gulp recover` when no task is running to start over",
+                dir.display(),
+                theirs.count,
+                theirs.items_per_chunk,
+                theirs.items,
+                theirs.shuffle_seed,
+                self.count,
+                self.items_per_chunk,
+                self.items,
+                self.shuffle_seed,
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A running task's hold on the directory: the shared directory lock and
+/// its own task lock.
+#[derive(Debug)]
+pub(crate) struct TaskLock {
+    _dir: File,
+    task: File,
+    task_path: PathBuf,
+    dir_path: PathBuf,
+    shard: Shard,
+    plan: Plan,
+    joined: bool,
+}
+
+impl TaskLock {
+    /// Takes task `shard`'s locks in `dir` (the plan is joined later, by
+    /// [`join`](Self::join), once the task knows it has work to do).
+    pub(crate) fn take(dir: &Path, shard: Shard, plan: Plan) -> Result<TaskLock> {
+        let dir_file = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
+        match dir_file.try_lock_shared() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(Error::Locked {
+                    path: dir.to_owned(),
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io("locking", dir, e)),
+        }
+        let task_path = dir.join(shard.name("lock"));
+        let task = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&task_path)
+            .map_err(|e| Error::io("creating", &task_path, e))?;
+        match task.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(Error::Options(format!(
+                    "task {shard} is already running in {} ({} is locked)",
+                    dir.display(),
+                    task_path.display()
+                )));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io("locking", &task_path, e)),
+        }
+        Ok(TaskLock {
+            _dir: dir_file,
+            task,
+            task_path,
+            dir_path: dir.to_owned(),
+            shard,
+            plan,
+            joined: false,
+        })
+    }
+
+    /// Records the plan in the directory, or checks it against the plan of
+    /// the run under way. A task with nothing to do (a re-run after the run
+    /// finished) joins only to check a run that is under way, so it leaves
+    /// no plan behind.
+    pub(crate) fn join(&mut self, has_work: bool) -> Result<()> {
+        if has_work || Plan::read(&self.dir_path)?.is_some() {
+            self.plan.join(&self.dir_path, self.shard)?;
+            self.joined = true;
+        }
+        Ok(())
+    }
+
+    /// Marks this task done; the task that finds every task done removes
+    /// the run's files.
+    pub(crate) fn finish(self) -> Result<bool> {
+        let dir = &self.dir_path;
+        if !self.joined {
+            let _ = fs::remove_file(&self.task_path);
+            return Ok(false);
+        }
+        let done = dir.join(self.shard.name("done"));
+        File::create(&done).map_err(|e| Error::io("creating", &done, e))?;
+        let all: Vec<PathBuf> = (0..self.plan.count)
+            .map(|i| {
+                dir.join(
+                    Shard {
+                        index: i,
+                        count: self.plan.count,
+                    }
+                    .name("done"),
+                )
+            })
+            .collect();
+        let _ = fs::remove_file(&self.task_path);
+        drop(self.task);
+        if !all.iter().all(|p| p.exists()) {
+            return Ok(false);
+        }
+        // Several tasks may get here at once: removing is idempotent.
+        let gone = |p: &Path| match fs::remove_file(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", p, e)),
+            _ => Ok(()),
+        };
+        gone(&dir.join(PLAN_FILE))?;
+        for p in &all {
+            gone(p)?;
+        }
+        Ok(true)
+    }
+}
+
+/// Which tasks of a sharded run in `dir` have finished (their done files).
+pub fn finished_tasks(dir: &Path, count: usize) -> Vec<bool> {
+    (0..count)
+        .map(|index| dir.join(Shard { index, count }.name("done")).exists())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_reads_the_environment() {
+        assert_eq!(Shard::parse("3/8"), Ok(Shard { index: 3, count: 8 }));
+        assert!(Shard::parse("8/8").is_err());
+        assert!(Shard::parse("x").is_err());
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let slurm = env(&[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        assert_eq!(
+            Shard::from_env(slurm, None),
+            Ok(Shard { index: 2, count: 4 })
+        );
+        let slurm1 = env(&[
+            ("SLURM_ARRAY_TASK_ID", "5"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_MAX", "8"),
+        ]);
+        assert_eq!(
+            Shard::from_env(slurm1, None),
+            Ok(Shard { index: 4, count: 8 })
+        );
+        let k8s = env(&[("JOB_COMPLETION_INDEX", "1"), ("GULP_SHARD_COUNT", "3")]);
+        assert_eq!(Shard::from_env(k8s, None), Ok(Shard { index: 1, count: 3 }));
+        let k8s_no_count = env(&[("JOB_COMPLETION_INDEX", "1")]);
+        assert!(
+            Shard::from_env(k8s_no_count, None)
+                .unwrap_err()
+                .contains("GULP_SHARD_COUNT")
+        );
+        assert_eq!(
+            Shard::from_env(k8s_no_count, Some(2)),
+            Ok(Shard { index: 1, count: 2 })
+        );
+        assert!(
+            Shard::from_env(env(&[]), None)
+                .unwrap_err()
+                .contains("neither")
+        );
+    }
+}
