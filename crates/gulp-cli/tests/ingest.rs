@@ -773,6 +773,17 @@ fn shard_dataset(root: &Path) -> (PathBuf, PathBuf) {
     (list, frames)
 }
 
+/// The shard dataset under `root`, ingested by one run into
+/// `root/reference`: the list, the frames and the reference's digest.
+fn one_run(root: &Path) -> (PathBuf, PathBuf, Vec<(String, usize, u32)>) {
+    let (list, frames) = shard_dataset(root);
+    let reference = root.join("reference");
+    let status = ingest_cmd(&list, &frames, &reference).status().unwrap();
+    assert!(status.success());
+    let want = digest(&reference);
+    (list, frames, want)
+}
+
 fn shard_cmd(list: &Path, frames: &Path, out: &Path, shard: &str) -> Command {
     let mut cmd = ingest_cmd(list, frames, out);
     cmd.args(["--shard", shard]);
@@ -782,15 +793,8 @@ fn shard_cmd(list: &Path, frames: &Path, out: &Path, shard: &str) -> Command {
 #[test]
 fn sharded_tasks_give_what_one_run_gives() {
     let tmp = tempfile::tempdir().unwrap();
-    let (list, frames) = shard_dataset(tmp.path());
+    let (list, frames, want) = one_run(tmp.path());
     let reference = tmp.path().join("reference");
-    assert!(
-        ingest_cmd(&list, &frames, &reference)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let want = digest(&reference);
     // 25 items in chunks of 3: chunk 1 lost its bad item.
     let gd = GulpDirectory::open(&reference).unwrap();
     assert_eq!(gd.chunks().len(), 9);
@@ -937,15 +941,7 @@ fn killed_shard_tasks_rerun_to_the_same_result() {
 #[test]
 fn merge_of_shard_directories_equals_one_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let (list, frames) = shard_dataset(tmp.path());
-    let reference = tmp.path().join("reference");
-    assert!(
-        ingest_cmd(&list, &frames, &reference)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let want = digest(&reference);
+    let (list, frames, want) = one_run(tmp.path());
     let dirs: Vec<PathBuf> = (0..3)
         .map(|i| tmp.path().join(format!("node{i}")))
         .collect();

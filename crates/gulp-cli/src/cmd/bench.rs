@@ -88,14 +88,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     bar.finish_and_clear();
     std::hint::black_box(total.touched);
 
-    #[allow(clippy::cast_precision_loss)] // rates for display
-    let rate = |n: u64| {
-        if seconds > 0.0 {
-            n as f64 / seconds
-        } else {
-            0.0
-        }
-    };
+    let rate = |n: u64| per_second(n, seconds);
     let figures = Figures {
         threads,
         decode,
@@ -234,14 +227,7 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
             "gulp: warning: {skipped} clips failed to decode and were left out (run `gulp check --decode`)"
         );
     }
-    #[allow(clippy::cast_precision_loss)] // rates for display
-    let rate = |n: u64| {
-        if seconds > 0.0 {
-            n as f64 / seconds
-        } else {
-            0.0
-        }
-    };
+    let rate = |n: u64| per_second(n, seconds);
     let figures = LoaderFigures {
         threads,
         codec: match how.options.codec {
@@ -284,6 +270,16 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
     writeln!(out, "frames/s  {:.1}", figures.frames_per_s)?;
     out.flush()?;
     Ok(Outcome::Success)
+}
+
+/// `n` per second over `seconds` (0 for no time), for display.
+#[allow(clippy::cast_precision_loss)]
+fn per_second(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
 }
 
 /// How `gulp bench` decodes.
