@@ -17,6 +17,9 @@ scripts/python-package.sh
 cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh
+# Directories in a real S3-compatible server (Garage, built once when
+# missing: about 16 minutes on 2 cores).
+scripts/s3-test.sh
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
 cargo nextest run -p gulp-io -p gulp-ingest -p gulp-loader --no-default-features --no-fail-fast

@@ -999,8 +999,22 @@ impl crate::reader::ChunkReader {
         f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
     ) -> Result<T> {
         let jpeg = self.frame(id, index)?;
+        self.with_jpeg(id, index, &jpeg, codec, f)
+    }
+
+    /// [`with_frame`](Self::with_frame) on bytes already read (e.g. all
+    /// frames of a clip, read together by [`frames_at`](Self::frames_at)):
+    /// a decoding error says that they are frame `index` of `id`.
+    pub fn with_jpeg<T>(
+        &self,
+        id: &str,
+        index: usize,
+        jpeg: &[u8],
+        codec: Codec,
+        f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
+    ) -> Result<T> {
         let run = || -> Result<T> {
-            let mut frame = JpegFrame::new(&jpeg, codec)?;
+            let mut frame = JpegFrame::new(jpeg, codec)?;
             f(&mut frame)
         };
         run().map_err(|e| self.locate_decode_error(e, id, index))

@@ -3,9 +3,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::File;
 use std::hash::BuildHasher;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -182,20 +180,16 @@ impl GulpDirectory {
         let mut data = HashMap::new();
         let mut meta = HashMap::new();
         let mut warnings = Vec::new();
-        let entries = std::fs::read_dir(&dir).map_err(|e| Error::io("listing", &dir, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("listing", &dir, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            match parse_chunk_file_name(name) {
+        for (name, path) in crate::storage::list_dir(&dir)? {
+            match parse_chunk_file_name(&name) {
                 Some(ChunkFile::Data(n)) => {
-                    data.insert(n, entry.path());
+                    data.insert(n, path);
                 }
                 Some(ChunkFile::Meta(n)) => {
-                    meta.insert(n, entry.path());
+                    meta.insert(n, path);
                 }
                 None if name.starts_with(TEMP_PREFIX) => {
-                    warnings.push(DirectoryWarning::TempFile(entry.path()))
+                    warnings.push(DirectoryWarning::TempFile(path))
                 }
                 None => {}
             }
@@ -497,10 +491,7 @@ fn read_indices(
     // no faster, and a meta file truncated while mapped would be SIGBUS.)
     let results = on_all_cores(pairs.len(), Vec::new, |buf: &mut Vec<u8>, i| {
         let path = &pairs[i].2;
-        buf.clear();
-        File::open(path)
-            .and_then(|mut file| file.read_to_end(buf))
-            .map_err(|e| Error::io("reading", path, e))?;
+        crate::storage::read_into(path, buf)?;
         let index = read_index(buf).map_err(|source| {
             Error::from(ErrorKind::Meta {
                 path: path.clone(),

@@ -56,6 +56,16 @@ pub enum ErrorKind {
         /// Meta file of the second chunk that has it.
         second: PathBuf,
     },
+    /// An object store refused or failed a request (after its retries).
+    #[error("{url}{}: {reason}", range.map_or(String::new(), |(s, e)| format!(" (bytes {s}..{e})")))]
+    Remote {
+        /// The object's URL.
+        url: String,
+        /// The byte range asked for, if any.
+        range: Option<(u64, u64)>,
+        /// What went wrong (the store's answer or the network's).
+        reason: String,
+    },
     /// No item has this id.
     #[error("no item with id {id:?} in {dir}")]
     UnknownId {

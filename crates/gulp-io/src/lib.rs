@@ -44,7 +44,10 @@ mod error;
 mod mmap;
 mod reader;
 mod recover;
+#[cfg(feature = "s3")]
+pub mod remote;
 mod select;
+mod storage;
 #[cfg(feature = "turbojpeg")]
 mod turbo;
 mod writer;
@@ -61,5 +64,6 @@ pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover, recover_chunks};
 pub use crate::select::Selection;
+pub use crate::storage::read_optional;
 pub use crate::writer::{ChunkSummary, ChunkWriter, ChunkWriterBuilder};
 pub use gulp_format;

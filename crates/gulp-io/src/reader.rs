@@ -14,7 +14,7 @@ use crate::select::Selection;
 
 /// Reads and parses a meta file of either format, naming it on error.
 pub(crate) fn load_meta(meta_path: &Path) -> Result<ChunkMeta> {
-    let bytes = std::fs::read(meta_path).map_err(|e| Error::io("reading", meta_path, e))?;
+    let bytes = crate::storage::read(meta_path)?;
     read_meta(&bytes).map_err(|source| {
         ErrorKind::Meta {
             path: meta_path.to_owned(),
@@ -38,6 +38,9 @@ pub enum ReadMode {
 enum Data {
     Mapped(Mmap),
     File(Mutex<File>),
+    /// An object in an object store: frames are range requests.
+    #[cfg(feature = "s3")]
+    Remote(crate::remote::Object),
 }
 
 /// One chunk opened for reading: its meta, and its data file mapped.
@@ -74,6 +77,19 @@ impl ChunkReader {
         meta: Arc<ChunkMeta>,
         mode: ReadMode,
     ) -> Result<ChunkReader> {
+        #[cfg(feature = "s3")]
+        if crate::storage::is_remote(&data_path) {
+            let object = crate::remote::Object::at(&data_path)?;
+            let data_len = object.size()?;
+            return Ok(ChunkReader {
+                chunk,
+                data_path,
+                meta_path,
+                meta,
+                data: Data::Remote(object),
+                data_len,
+            });
+        }
         let file = File::open(&data_path).map_err(|e| Error::io("opening", &data_path, e))?;
         let data_len = file
             .metadata()
@@ -131,7 +147,7 @@ impl ChunkReader {
     pub fn mapped_bytes(&self) -> Option<&[u8]> {
         match &self.data {
             Data::Mapped(map) => Some(map),
-            Data::File(_) => None,
+            _ => None,
         }
     }
 
@@ -173,10 +189,57 @@ impl ChunkReader {
                     id: id.to_owned(),
                     reason,
                 })?;
+        self.frames_at(id, &indices)
+    }
+
+    /// The JPEG bytes of frames `indices` of `id`, in that order. From an
+    /// object store, the frames come in as few range requests as their
+    /// places allow (one for frames close together).
+    pub fn frames_at(&self, id: &str, indices: &[usize]) -> Result<Vec<Cow<'_, [u8]>>> {
+        let item = self.item(id)?;
+        let info = |k: usize| {
+            item.frame_info.get(k).ok_or_else(|| {
+                crate::Error::from(ErrorKind::Selection {
+                    id: id.to_owned(),
+                    reason: format!(
+                        "frame index {k} is out of range for {} frames",
+                        item.frame_info.len()
+                    ),
+                })
+            })
+        };
+        #[cfg(feature = "s3")]
+        if let Data::Remote(object) = &self.data {
+            let ranges = indices
+                .iter()
+                .map(|&k| {
+                    let (s, e) = self.jpeg_range(id, k, info(k)?)?;
+                    Ok(s..e)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let got = object
+                .get_ranges(&ranges)
+                .map_err(|e| self.locate_remote(e, id))?;
+            return Ok(got.into_iter().map(Cow::Owned).collect());
+        }
         indices
-            .into_iter()
-            .map(|k| self.read(id, k, &item.frame_info[k]))
+            .iter()
+            .map(|&k| self.read(id, k, info(k)?))
             .collect()
+    }
+
+    /// Adds the item to an object-store error.
+    #[cfg(feature = "s3")]
+    fn locate_remote(&self, e: crate::Error, id: &str) -> crate::Error {
+        match e.kind() {
+            ErrorKind::Remote { url, range, reason } => ErrorKind::Remote {
+                url: url.clone(),
+                range: *range,
+                reason: format!("id {id:?}: {reason}"),
+            }
+            .into(),
+            _ => e,
+        }
     }
 
     /// The JPEG bytes of one record, after checking it against the file.
@@ -195,6 +258,14 @@ impl ChunkReader {
                         "record lies outside the mapping",
                     )),
                 }
+            }
+            #[cfg(feature = "s3")]
+            Data::Remote(object) => {
+                let range = start..end;
+                let mut got = object
+                    .get_ranges(std::slice::from_ref(&range))
+                    .map_err(|e| self.locate_remote(e, id))?;
+                Ok(Cow::Owned(got.pop().unwrap_or_default()))
             }
             Data::File(file) => {
                 let n = usize::try_from(end - start).map_err(|_| {

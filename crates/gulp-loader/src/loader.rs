@@ -476,17 +476,8 @@ fn check_options(o: &LoaderOptions) -> Result<()> {
 
 fn read_label_file(dir: &Path) -> Result<Option<BTreeMap<String, i64>>> {
     let path = dir.join(LABEL_FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(gulp_io::Error::from(gulp_io::ErrorKind::Io {
-                op: "reading",
-                path,
-                source,
-            })
-            .into());
-        }
+    let Some(bytes) = gulp_io::read_optional(&path)? else {
+        return Ok(None);
     };
     let bad = |reason: String| Error::Label {
         path: path.clone(),
@@ -650,7 +641,10 @@ fn make_clip(
     };
     let indices = clip_indices(o.sampling, o.frames, o.step, item.frames, placement);
     let codec = o.decode.codec;
-    let first = reader.with_frame(&item.id, indices[0], codec, |f| Ok(*f.header()))?;
+    // The clip's frames in one read: from an object store, one range
+    // request for frames close together.
+    let jpegs = reader.frames_at(&item.id, &indices)?;
+    let first = reader.with_jpeg(&item.id, indices[0], &jpegs[0], codec, |f| Ok(*f.header()))?;
     let geometry: Geometry = o
         .spatial
         .draw(
@@ -677,9 +671,9 @@ fn make_clip(
     let per_frame = oh * ow * 3;
     let start = frames.len();
     frames.resize(start + indices.len() * per_frame, 0);
-    for (k, &fi) in indices.iter().enumerate() {
+    for (k, (&fi, jpeg)) in indices.iter().zip(&jpegs).enumerate() {
         let out = &mut frames[start + k * per_frame..start + (k + 1) * per_frame];
-        reader.with_frame(&item.id, fi, codec, |frame| {
+        reader.with_jpeg(&item.id, fi, jpeg, codec, |frame| {
             renderer.render(frame, &geometry, &o.decode, out)
         })?;
     }

@@ -77,8 +77,15 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         let reader = gulp.reader(index)?;
         let mut frames: Vec<Cow<'_, [u8]>> = Vec::with_capacity(reader.meta().n_frames());
         for (id, item) in reader.meta().iter() {
-            for (k, fi) in item.frame_info.iter().enumerate() {
-                frames.push(reader.read(id, k, fi)?);
+            if reader.is_mapped() {
+                for (k, fi) in item.frame_info.iter().enumerate() {
+                    frames.push(reader.read(id, k, fi)?);
+                }
+            } else {
+                // Read (or fetched) an item at a time: from an object
+                // store, one range request per item.
+                let all: Vec<usize> = (0..item.frame_info.len()).collect();
+                frames.extend(reader.frames_at(id, &all)?);
             }
         }
         let tally = process(&frames, &mut buffers, decode.then_some(&how), &bar);
@@ -164,6 +171,17 @@ struct LoaderFigures {
     seconds: f64,
     clips_per_s: f64,
     frames_per_s: f64,
+    /// Object-store requests (0 for a local directory) and per clip.
+    requests: u64,
+    requests_per_clip: f64,
+}
+
+/// Object-store requests sent so far by this process.
+fn requests() -> u64 {
+    #[cfg(feature = "s3")]
+    return gulp_io::remote::requests();
+    #[cfg(not(feature = "s3"))]
+    0
 }
 
 /// `gulp bench --loader`: batches of clips, as a training loop takes them.
@@ -208,6 +226,7 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
     let threads = loader.threads();
     let bar = super::progress("batches");
     let (mut batches, mut clips, mut skipped) = (0u64, 0u64, 0u64);
+    let requests_before = requests();
     let start = Instant::now();
     for epoch in 0..c.epochs {
         loader.set_epoch(epoch);
@@ -221,6 +240,7 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
         }
     }
     let seconds = start.elapsed().as_secs_f64();
+    let sent = requests() - requests_before;
     bar.finish_and_clear();
     if skipped > 0 {
         eprintln!(
@@ -247,6 +267,13 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
         seconds,
         clips_per_s: rate(clips),
         frames_per_s: rate(clips * c.frames as u64),
+        requests: sent,
+        #[allow(clippy::cast_precision_loss)]
+        requests_per_clip: if clips > 0 {
+            sent as f64 / clips as f64
+        } else {
+            0.0
+        },
     };
     let mut out = super::stdout();
     if args.json {
@@ -268,6 +295,13 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
     )?;
     writeln!(out, "clips/s   {:.1}", figures.clips_per_s)?;
     writeln!(out, "frames/s  {:.1}", figures.frames_per_s)?;
+    if sent > 0 {
+        writeln!(
+            out,
+            "requests  {sent} to the object store ({:.2} per clip)",
+            figures.requests_per_clip
+        )?;
+    }
     out.flush()?;
     Ok(Outcome::Success)
 }

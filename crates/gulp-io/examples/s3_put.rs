@@ -1,0 +1,36 @@
+//! Copies the files of a local directory to an object-store prefix:
+//! `cargo run -p gulp-io --example s3_put -- DIR s3://bucket/prefix [--truncate NAME:BYTES]`
+//! (the S3 tests upload directories with it; `--truncate` uploads a file cut
+//! short, as a damaged upload would leave it).
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (dir, url) = match &args[..] {
+        [dir, url, ..] => (PathBuf::from(dir), url.clone()),
+        _ => return Err("usage: s3_put DIR s3://bucket/prefix [--truncate NAME:BYTES]".into()),
+    };
+    let truncate = args
+        .iter()
+        .position(|a| a == "--truncate")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|t| t.split_once(':'))
+        .map(|(n, b)| (n.to_owned(), b.parse::<usize>().unwrap()));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)?
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    for name in names {
+        let mut bytes = std::fs::read(dir.join(&name))?;
+        if let Some((t, n)) = &truncate
+            && *t == name
+        {
+            bytes.truncate(*n);
+        }
+        let target = format!("{}/{name}", url.trim_end_matches('/'));
+        gulp_io::remote::write(Path::new(&target), bytes)?;
+    }
+    Ok(())
+}

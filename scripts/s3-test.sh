@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Gulp directories in a real S3-compatible server (Garage on loopback, built
+# once by scripts/garage.sh): a directory uploaded to a bucket reads as the
+# local copy does (`gulp dump-meta`, `extract`, `bench`, the loader, Python's
+# GulpDirectory), the loader needs at most 2 requests per clip of
+# consecutive frames, and wrong credentials, a missing bucket, an
+# unreachable endpoint and a truncated object are clear errors naming the
+# URL (exit 2, no panic). Part of scripts/test.sh.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+log() { echo "s3-test.sh: $*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+
+cargo build --release -q -p gulp-cli
+cargo build --release -q -p gulp-io --example s3_put
+GULP="$root/target/release/gulp"
+PUT="$root/target/release/examples/s3_put"
+
+state="$(mktemp -d /tmp/gulp-s3.XXXXXX)"
+trap 'scripts/garage.sh stop "$state/garage"; rm -rf "$state"' EXIT
+eval "$(scripts/garage.sh start "$state/garage")"
+log "Garage up on $AWS_ENDPOINT_URL, bucket $GULP_S3_BUCKET"
+
+# A directory of real frames: 8 items of 6 frames in 3 chunks.
+data="$state/data"
+mkdir -p "$data/frames"
+: >"$data/list.csv"
+for i in 0 1 2 3 4 5 6 7; do
+    mkdir -p "$data/frames/v$i"
+    ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=size=160x120:rate=10,hue=h=$((i * 40))" \
+        -frames:v 6 -q:v 3 "$data/frames/v$i/%03d.jpg"
+    echo "v$i;label$((i % 2))" >>"$data/list.csv"
+done
+local_dir="$state/local"
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$local_dir" --videos-per-chunk 3 --quiet 2>/dev/null
+url="s3://$GULP_S3_BUCKET/datasets/small"
+"$PUT" "$local_dir" "$url"
+
+# Same results as the local copy.
+cmp <("$GULP" dump-meta "$local_dir") <("$GULP" dump-meta "$url") || fail "dump-meta differs"
+"$GULP" extract "$local_dir" --id v4 --out "$state/x-local" >/dev/null
+"$GULP" extract "$url" --id v4 --out "$state/x-remote" >/dev/null
+diff -r "$state/x-local" "$state/x-remote" >/dev/null || fail "extract differs"
+"$GULP" extract "$url" --id v7 --frames ::2 --decode png --out "$state/x-png" >/dev/null
+[ "$(ls "$state/x-png/v7" | wc -l)" = 3 ] || fail "extract --frames ::2 --decode png"
+log "dump-meta and extract: identical to the local copy"
+
+frames="$("$GULP" bench "$url" --json --threads 2 | "$root/.venv/bin/python" -c 'import json,sys; f=json.load(sys.stdin); print(f["frames"], f["failed"], round(f["frames_per_s"]))')"
+read -r n failed fps <<<"$frames"
+[ "$n" = 48 ] && [ "$failed" = 0 ] || fail "bench read $n frames, $failed failed"
+log "gulp bench $url: $n frames, $fps frames/s"
+
+loader="$("$GULP" bench "$url" --loader --json --threads 2 --frames 4 --sampling window --resize 0 \
+    --size 96x96 --crop-mode random --batch-size 4 --epochs 10)"
+read -r clips rpc cps <<<"$("$root/.venv/bin/python" -c 'import json,sys; f=json.loads(sys.argv[1]); print(f["clips"], f["requests_per_clip"], round(f["clips_per_s"], 1))' "$loader")"
+[ "$clips" = 80 ] || fail "the loader made $clips clips"
+"$root/.venv/bin/python" -c "import sys; sys.exit(0 if $rpc <= 2 else 1)" || fail "$rpc requests per clip"
+log "gulp bench --loader $url: $clips clips of 4 consecutive frames, $rpc requests per clip (listing and meta included), $cps clips/s"
+
+"$root/scripts/python-package.sh"
+"$root/.venv/bin/python" - "$local_dir" "$url" <<'PY'
+import sys
+import numpy as np
+import gulp
+here, there = gulp.GulpDirectory(sys.argv[1]), gulp.GulpDirectory(sys.argv[2])
+assert there.merged_meta_dict == here.merged_meta_dict
+for i in here.merged_meta_dict:
+    a, ma = here[i]
+    b, mb = there[i, 1:5]
+    assert ma == mb and all(np.array_equal(x, y) for x, y in zip(a[1:5], b)), i
+    assert [bytes(m) for m in there.raw(i)] == [bytes(m) for m in here.raw(i)], i
+loader = gulp.ClipLoader(sys.argv[2], frames=4, sampling="window", resize=None, size=96,
+                         crop="center", flip=False, batch_size=4, shuffle=False, threads=2)
+local = gulp.ClipLoader(sys.argv[1], frames=4, sampling="window", resize=None, size=96,
+                        crop="center", flip=False, batch_size=4, shuffle=False, threads=2)
+for x, y in zip(loader, local):
+    assert x.ids == y.ids and np.array_equal(x.frames, y.frames)
+print("s3-test.sh: Python GulpDirectory and ClipLoader over S3 equal the local copy")
+PY
+
+# Errors: exit 2, the URL named, no panic.
+expect_error() { # NAME PATTERN -- command...
+    local name="$1" pattern="$2"
+    shift 3
+    local err
+    if err="$("$@" 2>&1 >/dev/null)"; then fail "$name: succeeded"; fi
+    local code=$?
+    grep -q -- "$pattern" <<<"$err" || fail "$name: message lacks '$pattern': $err"
+    grep -qi "panick" <<<"$err" && fail "$name: panicked: $err"
+    log "$name: $(head -c 300 <<<"$err" | tr '\n' ' ')"
+}
+status_of() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
+export GULP_S3_RETRIES=1
+expect_error "wrong credentials" "$url" -- env AWS_SECRET_ACCESS_KEY=wrong "$GULP" dump-meta "$url"
+[ "$(status_of env AWS_SECRET_ACCESS_KEY=wrong "$GULP" dump-meta "$url")" = 2 ] || fail "exit status"
+expect_error "missing bucket" "s3://no-such-bucket/x" -- "$GULP" dump-meta "s3://no-such-bucket/x"
+[ "$(status_of "$GULP" dump-meta "s3://no-such-bucket/x")" = 2 ] || fail "exit status"
+expect_error "unreachable endpoint" "$url" -- env AWS_ENDPOINT_URL=http://127.0.0.1:9 "$GULP" dump-meta "$url"
+[ "$(status_of env AWS_ENDPOINT_URL=http://127.0.0.1:9 "$GULP" dump-meta "$url")" = 2 ] || fail "exit status"
+"$PUT" "$local_dir" "s3://$GULP_S3_BUCKET/datasets/truncated" --truncate data_1.gulp:3000
+expect_error "truncated object" "s3://$GULP_S3_BUCKET/datasets/truncated/data_1.gulp" -- \
+    "$GULP" extract "s3://$GULP_S3_BUCKET/datasets/truncated" --id v4 --out "$state/x-trunc"
+[ "$(status_of "$GULP" extract "s3://$GULP_S3_BUCKET/datasets/truncated" --id v4 --out "$state/x-t2")" = 2 ] || fail "exit status"
+echo "s3-test.sh: passed"
