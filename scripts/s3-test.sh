@@ -44,7 +44,11 @@ cmp <("$GULP" dump-meta "$local_dir") <("$GULP" dump-meta "$url") || fail "dump-
 diff -r "$state/x-local" "$state/x-remote" >/dev/null || fail "extract differs"
 "$GULP" extract "$url" --id v7 --frames ::2 --decode png --out "$state/x-png" >/dev/null
 [ "$(ls "$state/x-png/v7" | wc -l)" = 3 ] || fail "extract --frames ::2 --decode png"
-log "dump-meta and extract: identical to the local copy"
+counts='import json,sys; r=json.load(sys.stdin); print(r["chunks"], r["items"], r["frames"], r["bytes"], r["decoded"], len(r["problems"]))'
+here="$("$GULP" check --decode --json "$local_dir" | "$root/.venv/bin/python" -c "$counts")"
+there="$("$GULP" check --decode --json "$url" | "$root/.venv/bin/python" -c "$counts")"
+[ "$here" = "$there" ] || fail "check --decode: $there, locally $here"
+log "dump-meta, extract and check --decode ($there: chunks items frames bytes decoded problems): identical to the local copy"
 
 frames="$("$GULP" bench "$url" --json --threads 2 | "$root/.venv/bin/python" -c 'import json,sys; f=json.load(sys.stdin); print(f["frames"], f["failed"], round(f["frames_per_s"]))')"
 read -r n failed fps <<<"$frames"
@@ -79,6 +83,48 @@ for x, y in zip(loader, local):
 print("s3-test.sh: Python GulpDirectory and ClipLoader over S3 equal the local copy")
 PY
 
+# Ingest straight into the bucket: the same objects as a local ingest
+# (with an item that fails); a re-run adds nothing.
+echo "missing;label0" >>"$data/list.csv"
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$state/local2" --videos-per-chunk 3 --quiet 2>/dev/null
+ingested="s3://$GULP_S3_BUCKET/datasets/ingested"
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$ingested" --videos-per-chunk 3 --quiet 2>/dev/null
+"$PUT" --get "$ingested" "$state/fetched"
+diff -r "$state/local2" "$state/fetched" >/dev/null || fail "ingest into the bucket differs from a local ingest"
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$ingested" --videos-per-chunk 3 --quiet 2>/dev/null
+"$PUT" --get "$ingested" "$state/fetched2"
+diff -r "$state/local2" "$state/fetched2" >/dev/null || fail "re-run changed the bucket"
+log "gulp ingest into $ingested: objects byte-identical to a local ingest ($(ls "$state/fetched" | wc -l) objects)"
+
+# Killed while ingesting into the bucket: no half chunk is visible, and the
+# re-run completes it. Frames are resized so that the run takes a while.
+killed="s3://$GULP_S3_BUCKET/datasets/killed"
+opts=(--videos-per-chunk 1 --frame-size 100 --num-workers 1 --quiet)
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$state/local3" "${opts[@]}" 2>/dev/null
+start=$(date +%s%N)
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$state/timing" "${opts[@]}" 2>/dev/null
+full=$(( ($(date +%s%N) - start) / 1000000 ))
+for trial in 1 2 3; do
+    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$killed-$trial" "${opts[@]}" 2>/dev/null &
+    pid=$!
+    sleep "$(awk -v ms="$full" -v t="$trial" 'BEGIN { printf "%.3f", ms * (0.2 + 0.25 * t) / 1000 }')"
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    visible="$("$GULP" dump-meta "$killed-$trial" --no-frame-info 2>/dev/null | "$root/.venv/bin/python" -c 'import json,sys; t=sys.stdin.read(); print(len(json.loads(t)) if t.strip() else 0)')"
+    "$PUT" --get "$killed-$trial" "$state/k$trial"
+    for meta in "$state/k$trial"/meta_*.gmeta; do
+        [ -e "$meta" ] || continue
+        name="$(basename "$meta")"
+        data_name="data_${name#meta_}"; data_name="${data_name%.gmeta}.gulp"
+        cmp -s "$meta" "$state/local3/$name" && cmp -s "$state/k$trial/$data_name" "$state/local3/$data_name" ||
+            fail "trial $trial: committed chunk $name differs from a local ingest"
+    done
+    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$killed-$trial" "${opts[@]}" 2>/dev/null
+    "$PUT" --get "$killed-$trial" "$state/k$trial-done"
+    diff -r "$state/local3" "$state/k$trial-done" >/dev/null || fail "trial $trial: the re-run did not complete the ingest"
+    log "killed ingest into the bucket, trial $trial: $visible items visible after the kill (whole chunks only); the re-run completed it"
+done
+
 # Errors: exit 2, the URL named, no panic.
 expect_error() { # NAME PATTERN -- command...
     local name="$1" pattern="$2"
@@ -102,4 +148,7 @@ expect_error "unreachable endpoint" "$url" -- env AWS_ENDPOINT_URL=http://127.0.
 expect_error "truncated object" "s3://$GULP_S3_BUCKET/datasets/truncated/data_1.gulp" -- \
     "$GULP" extract "s3://$GULP_S3_BUCKET/datasets/truncated" --id v4 --out "$state/x-trunc"
 [ "$(status_of "$GULP" extract "s3://$GULP_S3_BUCKET/datasets/truncated" --id v4 --out "$state/x-t2")" = 2 ] || fail "exit status"
+trunc_report="$("$GULP" check "s3://$GULP_S3_BUCKET/datasets/truncated" 2>&1)" && fail "check of a truncated object exited 0"
+grep -q "s3://$GULP_S3_BUCKET/datasets/truncated/data_1.gulp" <<<"$trunc_report" || fail "check does not name the object: $trunc_report"
+log "gulp check of the truncated object: exit 1, names it"
 echo "s3-test.sh: passed"

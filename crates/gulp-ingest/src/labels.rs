@@ -36,10 +36,9 @@ impl Labels {
     /// The labels of `output_dir/label2idx.json`, or none if it does not exist.
     pub fn load(output_dir: &Path) -> Result<Labels> {
         let path = output_dir.join(LABEL_FILE);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Labels::default()),
-            Err(e) => return Err(Error::io("reading", path, e)),
+        // Local, or in an object store (s3://...).
+        let Some(bytes) = gulp_io::read_optional(&path)? else {
+            return Ok(Labels::default());
         };
         let value = JsonSerializer::parse_value(&bytes)
             .map_err(|e| Error::input(&path, format!("not valid JSON: {e}")))?;

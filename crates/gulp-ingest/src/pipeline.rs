@@ -148,11 +148,32 @@ pub fn ingest(
             "the number of workers must be at least 1".into(),
         ));
     }
-    fs::create_dir_all(output).map_err(|e| Error::io("creating", output, e))?;
+    // Into an object store: chunks are written in a local staging directory
+    // and uploaded when committed (data, then meta: the meta is the commit,
+    // as locally). Several writers of one prefix are told apart only by
+    // their chunks (--shard), so there is no lock and no plan file there.
+    let remote = gulp_io::is_remote(output);
+    let staging = if remote {
+        Some(
+            tempfile::Builder::new()
+                .prefix("gulp-staging.")
+                .tempdir()
+                .map_err(|e| {
+                    Error::io("creating a staging directory in", std::env::temp_dir(), e)
+                })?,
+        )
+    } else {
+        None
+    };
+    let write_dir = staging.as_ref().map_or(output, |s| s.path());
+    if !remote {
+        fs::create_dir_all(output).map_err(|e| Error::io("creating", output, e))?;
+    }
     // A sharded task shares the directory with the other tasks (and
     // recovers only its own chunks); a plain run has it to itself.
     let per_chunk = opts.items_per_chunk;
     let (task, _lock) = match opts.shard {
+        _ if remote => (None, None),
         Some(shard) => {
             let plan = Plan {
                 count: shard.count,
@@ -166,6 +187,7 @@ pub fn ingest(
     };
     let mut report = IngestReport {
         recovered: match opts.shard {
+            _ if remote => Vec::new(),
             Some(shard) => gulp_io::recover_chunks(output, |k| shard.owns(k))?,
             None => gulp_io::recover(output)?,
         },
@@ -252,7 +274,14 @@ pub fn ingest(
         });
     }
     if let Some(labels) = adapter.labels() {
-        report.label_file = Some(labels.write(output)?);
+        let written = labels.write(write_dir)?;
+        report.label_file = Some(if remote {
+            let url = output.join(crate::LABEL_FILE);
+            publish_file(&written, &url)?;
+            url
+        } else {
+            written
+        });
     }
 
     let mut frames_opts = opts.frames;
@@ -264,7 +293,8 @@ pub fn ingest(
     }
     let state = Run {
         adapter,
-        output,
+        output: write_dir,
+        publish: remote.then_some(output),
         opts,
         frames: frames_opts,
         batching: AtomicBool::new(true),
@@ -295,7 +325,10 @@ fn lock(output: &Path) -> Result<File> {
 
 struct Run<'a> {
     adapter: &'a dyn DatasetAdapter,
+    /// Where chunks are written (the output, or the staging directory).
     output: &'a Path,
+    /// The object-store URL committed chunks are uploaded to.
+    publish: Option<&'a Path>,
     opts: &'a IngestOptions,
     frames: FrameOptions,
     /// Cleared when a batch meets frames too large to batch: the videos of
@@ -589,9 +622,7 @@ impl Run<'_> {
                     && chunk.as_ref().is_some_and(|w| w.chunk() == number)
                     && let Some(w) = chunk.take()
                 {
-                    let summary = w.finish()?;
-                    report.chunks.push(summary.chunk);
-                    status.chunks += 1;
+                    self.commit(w, report, status)?;
                 }
                 progress(status);
                 let _ = credits.send(());
@@ -606,11 +637,32 @@ impl Run<'_> {
             )));
         }
         if let Some(writer) = chunk.take() {
-            let summary = writer.finish()?;
-            report.chunks.push(summary.chunk);
-            status.chunks += 1;
+            self.commit(writer, report, status)?;
             progress(status);
         }
+        Ok(())
+    }
+
+    /// Commits a chunk (and uploads it, into an object store).
+    fn commit(
+        &self,
+        writer: ChunkWriter,
+        report: &mut IngestReport,
+        status: &mut Progress,
+    ) -> Result<()> {
+        let summary = writer.finish()?;
+        if let Some(url) = self.publish {
+            for name in [
+                gulp_format::data_file_name(summary.chunk),
+                gulp_format::meta_file_name(summary.chunk),
+            ] {
+                let local = self.output.join(&name);
+                publish_file(&local, &url.join(&name))?;
+                let _ = fs::remove_file(&local);
+            }
+        }
+        report.chunks.push(summary.chunk);
+        status.chunks += 1;
         Ok(())
     }
 
@@ -634,9 +686,7 @@ impl Run<'_> {
         if chunk.as_ref().is_some_and(|w| w.chunk() != number)
             && let Some(w) = chunk.take()
         {
-            let summary = w.finish()?;
-            report.chunks.push(summary.chunk);
-            status.chunks += 1;
+            self.commit(w, report, status)?;
         }
         let encoded = match result {
             Ok(e) => e,
@@ -686,6 +736,20 @@ impl Run<'_> {
         status.frames += n;
         status.bytes += bytes;
         Ok(())
+    }
+}
+
+/// Uploads a local file to an object-store URL.
+fn publish_file(local: &Path, url: &Path) -> Result<()> {
+    #[cfg(feature = "s3")]
+    return Ok(gulp_io::remote::upload_file(local, url)?);
+    #[cfg(not(feature = "s3"))]
+    {
+        let _ = local;
+        Err(Error::Options(format!(
+            "{}: this build of gulp writes no object stores (cargo feature `s3`)",
+            url.display()
+        )))
     }
 }
 

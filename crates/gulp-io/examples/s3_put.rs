@@ -1,13 +1,24 @@
 //! Copies the files of a local directory to an object-store prefix:
 //! `cargo run -p gulp-io --example s3_put -- DIR s3://bucket/prefix [--truncate NAME:BYTES]`
 //! (the S3 tests upload directories with it; `--truncate` uploads a file cut
-//! short, as a damaged upload would leave it).
+//! short, as a damaged upload would leave it), or back with
+//! `s3_put --get s3://bucket/prefix DIR`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [get, url, dir] = &args[..]
+        && get == "--get"
+    {
+        std::fs::create_dir_all(dir)?;
+        for (name, _) in gulp_io::remote::list(Path::new(url))? {
+            let bytes = gulp_io::remote::read_object(Path::new(&format!("{url}/{name}")))?;
+            std::fs::write(Path::new(dir).join(name), bytes)?;
+        }
+        return Ok(());
+    }
     let (dir, url) = match &args[..] {
         [dir, url, ..] => (PathBuf::from(dir), url.clone()),
         _ => return Err("usage: s3_put DIR s3://bucket/prefix [--truncate NAME:BYTES]".into()),

@@ -231,11 +231,10 @@ fn list_chunks(
     let mut data = BTreeMap::new();
     let mut meta = BTreeMap::new();
     let mut others = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    let entries =
+        crate::storage::list_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    for (name, path) in entries {
+        let name = name.as_str();
         match parse_chunk_file_name(name) {
             Some(ChunkFile::Data(n)) => {
                 data.insert(n, path);
@@ -338,8 +337,8 @@ impl ChunkChecker<'_> {
     }
 
     fn run(&mut self, seen: &mut HashMap<String, Arc<Path>>) {
-        let data_len = match std::fs::metadata(self.data_path) {
-            Ok(m) => Some(m.len()),
+        let data_len = match crate::storage::file_len(self.data_path) {
+            Ok(len) => Some(len),
             Err(e) => {
                 let problem = Problem::file(
                     ProblemKind::DataUnreadable,
@@ -422,7 +421,7 @@ impl ChunkChecker<'_> {
     /// Reads and parses the meta file; `None` (after reporting) if it cannot
     /// be used.
     fn load_meta(&mut self) -> Option<ChunkMeta> {
-        let bytes = match std::fs::read(self.meta_path) {
+        let bytes = match crate::storage::read(self.meta_path) {
             Ok(bytes) => bytes,
             Err(e) => {
                 let problem = Problem::file(

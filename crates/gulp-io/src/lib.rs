@@ -64,6 +64,6 @@ pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover, recover_chunks};
 pub use crate::select::Selection;
-pub use crate::storage::read_optional;
+pub use crate::storage::{is_remote, read_optional};
 pub use crate::writer::{ChunkSummary, ChunkWriter, ChunkWriterBuilder};
 pub use gulp_format;

@@ -331,9 +331,66 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     }
 }
 
+/// The names and sizes of the objects directly under the prefix `url`.
+pub fn list(url: &Path) -> Result<Vec<(String, u64)>> {
+    Object::at(url)?.list()
+}
+
+/// Reads a whole remote object.
+pub fn read_object(url: &Path) -> Result<Vec<u8>> {
+    read(url)
+}
+
 /// Writes a whole remote object.
 pub fn write(path: &Path, bytes: Vec<u8>) -> Result<()> {
     Object::at(path)?.put(bytes)
+}
+
+/// Uploads the local file `local` as the object `url`, streaming it in
+/// parts of 16 MiB (a chunk's data file may be gigabytes); the object
+/// appears only when the upload completes.
+pub fn upload_file(local: &Path, url: &Path) -> Result<()> {
+    use std::io::Read;
+    let object = Object::at(url)?;
+    let mut file = std::fs::File::open(local).map_err(|e| crate::Error::io("opening", local, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| crate::Error::io("reading", local, e))?
+        .len();
+    const PART: usize = 16 << 20;
+    if len <= PART as u64 {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| crate::Error::io("reading", local, e))?;
+        return object.put(bytes);
+    }
+    count(len.div_ceil(PART as u64) + 2);
+    let result: std::result::Result<(), crate::Error> = runtime().block_on(async {
+        let upload = object
+            .bucket
+            .store
+            .put_multipart(&object.key)
+            .await
+            .map_err(|e| object.fail(None, e))?;
+        let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, PART);
+        let mut buf = vec![0u8; PART];
+        loop {
+            let n = file
+                .read(&mut buf)
+                .map_err(|e| crate::Error::io("reading", local, e))?;
+            if n == 0 {
+                break;
+            }
+            writer
+                .wait_for_capacity(4)
+                .await
+                .map_err(|e| object.fail(None, e))?;
+            writer.write(&buf[..n]);
+        }
+        writer.finish().await.map_err(|e| object.fail(None, e))?;
+        Ok(())
+    });
+    result
 }
 
 /// Removes a remote object.

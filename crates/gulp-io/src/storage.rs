@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::error::ErrorKind;
 use crate::error::{Error, Result};
 
-/// Whether `path` is an object-store URL.
-pub(crate) fn is_remote(path: &Path) -> bool {
+/// Whether `path` spells an object-store URL (`s3://bucket/prefix`).
+pub fn is_remote(path: &Path) -> bool {
     path.to_str().is_some_and(|p| p.starts_with("s3://"))
 }
 
@@ -80,4 +80,17 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("reading", path, e)),
     }
+}
+
+/// The size of a file, local or remote.
+pub(crate) fn file_len(path: &Path) -> Result<u64> {
+    if is_remote(path) {
+        #[cfg(feature = "s3")]
+        return crate::remote::Object::at(path)?.size();
+        #[cfg(not(feature = "s3"))]
+        return Err(no_s3(path));
+    }
+    fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| Error::io("reading", path, e))
 }
