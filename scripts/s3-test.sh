@@ -48,6 +48,7 @@ counts='import json,sys; r=json.load(sys.stdin); print(r["chunks"], r["items"], 
 here="$("$GULP" check --decode --json "$local_dir" | "$root/.venv/bin/python" -c "$counts")"
 there="$("$GULP" check --decode --json "$url" | "$root/.venv/bin/python" -c "$counts")"
 [ "$here" = "$there" ] || fail "check --decode: $there, locally $here"
+"$GULP" info "$url" | grep -q "labels      2 (label2idx.json)" || fail "info does not read the bucket's labels"
 log "dump-meta, extract and check --decode ($there: chunks items frames bytes decoded problems): identical to the local copy"
 
 frames="$("$GULP" bench "$url" --json --threads 2 | "$root/.venv/bin/python" -c 'import json,sys; f=json.load(sys.stdin); print(f["frames"], f["failed"], round(f["frames_per_s"]))')"

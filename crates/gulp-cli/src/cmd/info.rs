@@ -1,11 +1,11 @@
 //! `gulp info`: a summary of a gulp directory.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use gulp_format::{JsonSerializer, MetaFormat, Value};
+use gulp_format::{JsonSerializer, Value};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -61,7 +61,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
     for (index, entry) in gulp.chunks().iter().enumerate() {
         let reader = gulp.reader(index)?;
         info.bytes += reader.data_len();
-        let format = meta_format(&entry.meta_path)?;
+        let format = entry.format();
         *info.meta_formats.entry(format.name()).or_default() += 1;
         for (_, item) in reader.meta().iter() {
             info.frames += item.frame_info.len();
@@ -123,23 +123,12 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The format of a meta file, from its first bytes.
-fn meta_format(path: &Path) -> Result<MetaFormat> {
-    let mut head = Vec::with_capacity(16);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(16).read_to_end(&mut head))
-        .with_context(|| format!("reading {}", path.display()))?;
-    MetaFormat::detect(&head)
-        .with_context(|| format!("{}: unrecognised meta format", path.display()))
-}
-
 /// The labels of `label2idx.json`, in index order; `None` if there is no
 /// such file.
 fn read_labels(path: &Path) -> Result<Option<Labels>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    // Local, or in an object store.
+    let Some(bytes) = gulp_io::read_optional(path)? else {
+        return Ok(None);
     };
     let value = JsonSerializer::parse_value(&bytes)
         .with_context(|| format!("{}: not valid JSON", path.display()))?;
