@@ -19,7 +19,8 @@ PUT="$root/target/release/examples/s3_put"
 
 state="$(mktemp -d /tmp/gulp-s3.XXXXXX)"
 trap 'scripts/garage.sh stop "$state/garage"; rm -rf "$state"' EXIT
-eval "$(scripts/garage.sh start "$state/garage")"
+env_text="$(scripts/garage.sh start "$state/garage")" || fail "Garage did not start"
+eval "$env_text"
 log "Garage up on $AWS_ENDPOINT_URL, bucket $GULP_S3_BUCKET"
 
 # A directory of real frames: 8 items of 6 frames in 3 chunks.
