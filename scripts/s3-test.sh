@@ -98,6 +98,20 @@ diff -r "$state/local2" "$state/fetched" >/dev/null || fail "ingest into the buc
 diff -r "$state/local2" "$state/fetched2" >/dev/null || fail "re-run changed the bucket"
 log "gulp ingest into $ingested: objects byte-identical to a local ingest ($(ls "$state/fetched" | wc -l) objects)"
 
+# Three --shard tasks at once into one prefix give the same objects.
+sharded="s3://$GULP_S3_BUCKET/datasets/sharded"
+for i in 0 1 2; do
+    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$sharded" --videos-per-chunk 3 \
+        --quiet --shard "$i/3" 2>/dev/null &
+done
+wait
+"$PUT" --get "$sharded" "$state/sharded"
+diff -r "$state/local2" "$state/sharded" >/dev/null || fail "3 shard tasks into the bucket differ from one run"
+"$GULP" preview "$sharded" --id v2 --out "$state/remote.png" >/dev/null
+"$GULP" preview "$state/local2" --id v2 --out "$state/local.png" >/dev/null
+cmp -s "$state/remote.png" "$state/local.png" || fail "preview differs"
+log "3 --shard tasks into $sharded: identical to one run; preview identical to the local copy's"
+
 # Killed while ingesting into the bucket: no half chunk is visible, and the
 # re-run completes it. Frames are resized so that the run takes a while.
 killed="s3://$GULP_S3_BUCKET/datasets/killed"
