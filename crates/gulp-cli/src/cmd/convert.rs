@@ -17,8 +17,8 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let (mut converted, mut kept) = (0usize, 0usize);
     for (index, entry) in gulp.chunks().iter().enumerate() {
         let meta_path = &entry.meta_path;
-        let bytes =
-            std::fs::read(meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+        let bytes = gulp_io::read_optional(meta_path)?
+            .with_context(|| format!("{} vanished", meta_path.display()))?;
         if MetaFormat::detect(&bytes) == Some(target) {
             kept += 1;
             continue;
@@ -54,7 +54,13 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
                 meta_path.display()
             );
         }
-        replace_file(meta_path, &new)?;
+        if gulp_io::is_remote(meta_path) {
+            // A PUT replaces an object whole: readers see the old meta or
+            // the new one.
+            replace_object(meta_path, new)?;
+        } else {
+            replace_file(meta_path, &new)?;
+        }
         converted += 1;
     }
     let mut out = super::stdout();
@@ -65,6 +71,19 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     )?;
     out.flush()?;
     Ok(Outcome::Success)
+}
+
+fn replace_object(url: &Path, bytes: Vec<u8>) -> Result<()> {
+    #[cfg(feature = "s3")]
+    return Ok(gulp_io::remote::write(url, bytes)?);
+    #[cfg(not(feature = "s3"))]
+    {
+        let _ = bytes;
+        bail!(
+            "{}: this build of gulp has no object-store support",
+            url.display()
+        )
+    }
 }
 
 /// Sets the CRC-32 of every frame from the data file.
