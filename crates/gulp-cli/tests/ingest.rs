@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::gulp;
 #[path = "../../gulp-ingest/tests/common.rs"]
@@ -558,6 +558,33 @@ fn gulpio2_opens(dir: &Path, trial: usize) {
     );
 }
 
+/// Runs the uninterrupted ingest of `list` into `dir`: how long it took,
+/// the time scale of the kill tests.
+fn timed_reference(list: &Path, frames: &Path, dir: &Path) -> Duration {
+    let started = Instant::now();
+    assert!(ingest_cmd(list, frames, dir).status().unwrap().success());
+    started.elapsed()
+}
+
+/// Every chunk that `out` opens with (what a killed run committed) is the
+/// reference's chunk, data and meta, byte for byte (`want`: the reference
+/// directory's [`digest`]).
+fn assert_committed_chunks_match(out: &Path, want: &[(String, usize, u32)], trial: usize) {
+    let gd = GulpDirectory::open(out).unwrap_or_else(|e| panic!("trial {trial}: {e}"));
+    for chunk in gd.chunks() {
+        for path in [&chunk.data_path, &chunk.meta_path] {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let bytes = fs::read(path).unwrap();
+            let reference = want.iter().find(|(n, _, _)| n == name).unwrap();
+            assert_eq!(
+                (bytes.len(), crc32fast::hash(&bytes)),
+                (reference.1, reference.2),
+                "trial {trial}: {name} differs"
+            );
+        }
+    }
+}
+
 /// Kills `gulp ingest` with SIGKILL at random moments, then checks that the
 /// directory opens, that every committed chunk is byte-identical to the same
 /// chunk of an uninterrupted run, that gulpio2 opens it (where the venv
@@ -571,15 +598,9 @@ fn crash_trials(trials: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let (list, frames) = crash_dataset(tmp.path());
     let reference = tmp.path().join("reference");
-    let started = Instant::now();
-    assert!(
-        ingest_cmd(&list, &frames, &reference)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let full = started.elapsed();
+    let full = timed_reference(&list, &frames, &reference);
     let want = contents(&reference);
+    let want_digest = digest(&reference);
     let mut rng = fastrand::Rng::with_seed(
         std::env::var("GULP_CRASH_SEED")
             .ok()
@@ -601,19 +622,9 @@ fn crash_trials(trials: usize) {
         killed_midway += usize::from(was_running);
         // Opens (orphans of a cut commit are warnings), and every chunk it
         // has is the reference's chunk, byte for byte.
+        assert_committed_chunks_match(&out, &want_digest, trial);
         let gd = GulpDirectory::open(&out)
             .unwrap_or_else(|e| panic!("trial {trial} after {delay:?}: {e}"));
-        for chunk in gd.chunks() {
-            for path in [&chunk.data_path, &chunk.meta_path] {
-                let name = path.file_name().unwrap().to_str().unwrap();
-                let reference_bytes = &want.iter().find(|(n, _)| n == name).unwrap().1;
-                assert_eq!(
-                    &fs::read(path).unwrap(),
-                    reference_bytes,
-                    "trial {trial}: {name} differs"
-                );
-            }
-        }
         committed_total += gd.chunks().len();
         // gulpio2 opens it too, except in the one window a two-file commit
         // cannot close: data renamed, meta not yet (gulpio2 then refuses
@@ -886,14 +897,7 @@ fn killed_shard_tasks_rerun_to_the_same_result() {
     let tmp = tempfile::tempdir().unwrap();
     let (list, frames) = shard_dataset(tmp.path());
     let reference = tmp.path().join("reference");
-    let started = Instant::now();
-    assert!(
-        ingest_cmd(&list, &frames, &reference)
-            .status()
-            .unwrap()
-            .success()
-    );
-    let full = started.elapsed();
+    let full = timed_reference(&list, &frames, &reference);
     let want = digest(&reference);
     let mut rng = fastrand::Rng::with_seed(11);
     for trial in 0..3 {
@@ -913,16 +917,7 @@ fn killed_shard_tasks_rerun_to_the_same_result() {
             child.wait().unwrap();
         }
         // What the killed task committed is the reference's, byte for byte.
-        let gd = GulpDirectory::open(&out).unwrap();
-        for chunk in gd.chunks() {
-            let name = chunk.data_path.file_name().unwrap().to_str().unwrap();
-            let reference = want.iter().find(|(n, _, _)| n == name).unwrap();
-            assert_eq!(
-                crc32fast::hash(&fs::read(&chunk.data_path).unwrap()),
-                reference.2
-            );
-        }
-        drop(gd);
+        assert_committed_chunks_match(&out, &want, trial);
         let status = shard_cmd(&list, &frames, &out, &format!("{victim}/4"))
             .status()
             .unwrap();

@@ -187,14 +187,22 @@ impl Object {
 
     /// The whole object.
     pub(crate) fn get(&self) -> Result<Vec<u8>> {
+        self.get_optional()?
+            .ok_or_else(|| remote_err(&self.url, None, self.missing()))
+    }
+
+    /// The whole object, `None` if there is none (one GET either way).
+    pub(crate) fn get_optional(&self) -> Result<Option<Vec<u8>>> {
         count(1);
-        let bytes = self
-            .run(async {
-                let got = self.bucket.store.get(&self.key).await?;
-                got.bytes().await
-            })
-            .map_err(|e| self.fail(None, e))?;
-        Ok(bytes.to_vec())
+        let got = self.run(async {
+            let got = self.bucket.store.get(&self.key).await?;
+            got.bytes().await
+        });
+        match got {
+            Ok(bytes) => Ok(Some(bytes.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.fail(None, e)),
+        }
     }
 
     /// The object's size.
@@ -251,12 +259,17 @@ impl Object {
             .map_err(|e| self.fail(None, e))
     }
 
+    /// Why an object that is not there cannot be read.
+    fn missing(&self) -> String {
+        format!(
+            "not found (no such object, or no bucket {:?})",
+            self.bucket.name
+        )
+    }
+
     fn fail(&self, range: Option<&Range<u64>>, e: object_store::Error) -> crate::Error {
         let reason = match &e {
-            object_store::Error::NotFound { .. } => format!(
-                "not found (no such object, or no bucket {:?})",
-                self.bucket.name
-            ),
+            object_store::Error::NotFound { .. } => self.missing(),
             other => clean(other),
         };
         remote_err(&self.url, range, reason)
@@ -318,17 +331,7 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>> {
 
 /// Reads a whole remote object, `None` if there is none.
 pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    let object = Object::at(path)?;
-    count(1);
-    let got = object.run(async {
-        let got = object.bucket.store.get(&object.key).await?;
-        got.bytes().await
-    });
-    match got {
-        Ok(bytes) => Ok(Some(bytes.to_vec())),
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(object.fail(None, e)),
-    }
+    Object::at(path)?.get_optional()
 }
 
 /// The names and sizes of the objects directly under the prefix `url`.

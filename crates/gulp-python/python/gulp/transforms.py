@@ -385,38 +385,46 @@ class ComposeVideo:
 
 # Flips -----------------------------------------------------------------------
 
-class RandHorFlipVideo:
+class _RandFlipVideo:
+    """Flips every frame of a video with probability ``p``: all frames of a
+    call or none, so a clip stays one motion."""
+
+    def __init__(self, p=0.5):
+        self.p = p
+
+    @staticmethod
+    def _flip(img):
+        raise NotImplementedError
+
+    def __call__(self, imgs):
+        """The frames, all flipped or all unchanged."""
+        if random.random() < self.p:
+            return _frames(imgs, self._flip)
+        return imgs
+
+
+class RandHorFlipVideo(_RandFlipVideo):
     r"""Flips every frame of a video left-right, with probability ``p`` (0.5 in v1).
 
     Args:
         p (float): the probability of flipping. Default: 0.5.
     """
 
-    def __init__(self, p=0.5):
-        self.p = p
-
-    def __call__(self, imgs):
-        """The frames, all mirrored or all unchanged."""
-        if random.random() < self.p:
-            return _frames(imgs, lambda img: np.ascontiguousarray(img[:, ::-1]))
-        return imgs
+    @staticmethod
+    def _flip(img):
+        return np.ascontiguousarray(img[:, ::-1])
 
 
-class RandVerFlipVideo:
+class RandVerFlipVideo(_RandFlipVideo):
     r"""Flips every frame of a video upside down, with probability ``p`` (0.5 in v1).
 
     Args:
         p (float): the probability of flipping. Default: 0.5.
     """
 
-    def __init__(self, p=0.5):
-        self.p = p
-
-    def __call__(self, imgs):
-        """The frames, all flipped or all unchanged."""
-        if random.random() < self.p:
-            return _frames(imgs, lambda img: np.ascontiguousarray(img[::-1]))
-        return imgs
+    @staticmethod
+    def _flip(img):
+        return np.ascontiguousarray(img[::-1])
 
 
 # Normalization -----------------------------------------------------------
