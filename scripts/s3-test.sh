@@ -131,12 +131,17 @@ opts=(--videos-per-chunk 1 --frame-size 100 --num-workers 1 --quiet)
 start=$(date +%s%N)
 "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$state/timing" "${opts[@]}" 2>/dev/null
 full=$(( ($(date +%s%N) - start) / 1000000 ))
+# The runs stage chunks in their own temporary directory, to see what a
+# killed run leaves there and that the re-run removes it.
+staging_dirs() { find "$state/tmp" -mindepth 1 -maxdepth 1 -name 'gulp-staging.*' | wc -l; }
+mkdir -p "$state/tmp"
 for trial in 1 2 3; do
-    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$killed-$trial" "${opts[@]}" 2>/dev/null &
+    TMPDIR="$state/tmp" "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$killed-$trial" "${opts[@]}" 2>/dev/null &
     pid=$!
     sleep "$(awk -v ms="$full" -v t="$trial" 'BEGIN { printf "%.3f", ms * (0.2 + 0.25 * t) / 1000 }')"
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
+    left="$(staging_dirs)"
     visible="$("$GULP" dump-meta "$killed-$trial" --no-frame-info 2>/dev/null | "$root/.venv/bin/python" -c 'import json,sys; t=sys.stdin.read(); print(len(json.loads(t)) if t.strip() else 0)')"
     "$PUT" --get "$killed-$trial" "$state/k$trial"
     for meta in "$state/k$trial"/meta_*.gmeta; do
@@ -146,11 +151,14 @@ for trial in 1 2 3; do
         cmp -s "$meta" "$state/local3/$name" && cmp -s "$state/k$trial/$data_name" "$state/local3/$data_name" ||
             fail "trial $trial: committed chunk $name differs from a local ingest"
     done
-    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$killed-$trial" "${opts[@]}" 2>/dev/null
+    TMPDIR="$state/tmp" "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$killed-$trial" "${opts[@]}" 2>/dev/null
     "$PUT" --get "$killed-$trial" "$state/k$trial-done"
     diff -r "$state/local3" "$state/k$trial-done" >/dev/null || fail "trial $trial: the re-run did not complete the ingest"
-    log "killed ingest into the bucket, trial $trial: $visible items visible after the kill (whole chunks only); the re-run completed it"
+    [ "$(staging_dirs)" = 0 ] || fail "trial $trial: staging directories left after the re-run: $(ls -A "$state/tmp")"
+    log "killed ingest into the bucket, trial $trial: $visible items visible after the kill (whole chunks only), $left staging directory left by it; the re-run completed the ingest and removed it"
+    stranded=$((${stranded:-0} + left))
 done
+[ "$stranded" -ge 1 ] || fail "no killed run left a staging directory: the kills came too early or too late to test its removal"
 
 # Errors: exit 2, the URL named, no panic.
 expect_error() { # NAME PATTERN -- command...

@@ -37,6 +37,7 @@ mod labels;
 mod pipeline;
 mod raster;
 mod shard;
+mod staging;
 pub mod video;
 pub mod yuv;
 

@@ -30,6 +30,7 @@ use crate::adapter::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, Skipped};
 use crate::frames::{FrameOptions, JpegSink, encode_frames, encode_videos};
 use crate::shard::{Plan, Shard, TaskLock};
+use crate::staging::Staging;
 use crate::video::{BATCH, BATCH_MAX_FILE, Batch};
 
 /// How much encoded frame data the items in flight may hold in memory in
@@ -153,15 +154,10 @@ pub fn ingest(
     // as locally). Several writers of one prefix are told apart only by
     // their chunks (--shard), so there is no lock and no plan file there.
     let remote = gulp_io::is_remote(output);
+    // The staging directory is removed at the end; one that a killed run
+    // left is removed by the next run (see `staging`).
     let staging = if remote {
-        Some(
-            tempfile::Builder::new()
-                .prefix("gulp-staging.")
-                .tempdir()
-                .map_err(|e| {
-                    Error::io("creating a staging directory in", std::env::temp_dir(), e)
-                })?,
-        )
+        Some(Staging::create()?)
     } else {
         None
     };
