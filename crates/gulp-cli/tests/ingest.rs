@@ -6,7 +6,7 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::gulp;
@@ -801,6 +801,18 @@ fn shard_cmd(list: &Path, frames: &Path, out: &Path, shard: &str) -> Command {
     cmd
 }
 
+/// Starts the `count` tasks of a sharded ingest of `list` into `out`, all
+/// at once.
+fn spawn_shards(list: &Path, frames: &Path, out: &Path, count: usize) -> Vec<Child> {
+    (0..count)
+        .map(|i| {
+            shard_cmd(list, frames, out, &format!("{i}/{count}"))
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
 #[test]
 fn sharded_tasks_give_what_one_run_gives() {
     let tmp = tempfile::tempdir().unwrap();
@@ -814,13 +826,7 @@ fn sharded_tasks_give_what_one_run_gives() {
 
     // Four tasks at once into one directory.
     let out = tmp.path().join("shared");
-    let mut children: Vec<_> = (0..4)
-        .map(|i| {
-            shard_cmd(&list, &frames, &out, &format!("{i}/4"))
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let mut children = spawn_shards(&list, &frames, &out, 4);
     for child in &mut children {
         assert!(child.wait().unwrap().success());
     }
@@ -903,13 +909,7 @@ fn killed_shard_tasks_rerun_to_the_same_result() {
     for trial in 0..3 {
         let out = tmp.path().join(format!("trial{trial}"));
         let victim = rng.usize(0..4);
-        let mut children: Vec<_> = (0..4)
-            .map(|i| {
-                shard_cmd(&list, &frames, &out, &format!("{i}/4"))
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
+        let mut children = spawn_shards(&list, &frames, &out, 4);
         // Four tasks share two cores: each takes about the full run's time.
         std::thread::sleep(full.mul_f64(rng.f64() * 0.9));
         children[victim].kill().unwrap(); // SIGKILL
