@@ -2,6 +2,7 @@
 ``gulp.transforms`` on real directories, with v1's loader_tests scenarios,
 the v1 bugs fixed, and directories written by the real gulpio2."""
 
+import importlib.metadata
 import json
 import os
 import pickle
@@ -792,9 +793,21 @@ def test_numpy_resize_matches_pillow():
             ours = T._resize_numpy(smooth, w, h, interp).astype(int)
             theirs = T._resize_pillow(smooth, w, h, interp).astype(int)
             assert np.abs(ours - theirs).max() <= 1, (interp, w, h)
-        # One axis at a time: the same pixels.
-        np.testing.assert_array_equal(T._resize_numpy(smooth, 33, 60, interp),
-                                      T._resize_pillow(smooth, 33, 60, interp))
+        # One axis at a time: Pillow's pixels. Pillow-SIMD (what gulpio2
+        # declares as its dependency) rounds its weights otherwise in its
+        # vector code: one level apart at most there.
+        ours = T._resize_numpy(smooth, 33, 60, interp).astype(int)
+        theirs = T._resize_pillow(smooth, 33, 60, interp).astype(int)
+        assert np.abs(ours - theirs).max() <= (1 if _pillow_simd() else 0), interp
+
+
+def _pillow_simd():
+    """Whether the PIL installed is Pillow-SIMD."""
+    try:
+        importlib.metadata.version("Pillow-SIMD")
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def test_public_names_and_docstrings():

@@ -104,7 +104,8 @@ _PAD_MODES = {
 # rounds to uint8, as in Pillow. Nearest-neighbour positions are Pillow's
 # exactly; the filtered pixels are Pillow's, or differ by a rounding (one
 # level) on natural images where a Pillow build runs the passes in the
-# other order.
+# other order, and from Pillow-SIMD's (gulpio2's declared dependency), whose
+# vector code rounds the weights otherwise.
 
 def _box_kernel(x):
     return ((x > -0.5) & (x <= 0.5)).astype(np.float64)
