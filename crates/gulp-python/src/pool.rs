@@ -5,9 +5,13 @@
 //! (and trims it again when an item's frames are freed), which costs about
 //! 15 % of a decode. Arrays made here own a pooled buffer and give it back
 //! when numpy frees them, so a training loop decodes into memory that is
-//! already mapped. The pool holds as much as the largest of the last calls
-//! decoded (an item's frames), between [`MIN_POOL_BYTES`] and
-//! [`MAX_POOL_BYTES`]; it is only ever
+//! already mapped. The pool holds up to three times what the largest of the
+//! last calls decoded (an item's frames), between [`MIN_POOL_BYTES`] and
+//! [`MAX_POOL_BYTES`]: a dataset's items come in several frame sizes, and a
+//! buffer serves frames from half its size to its size, so the pool must
+//! keep the buffers of the recent sizes, not only one item's worth (on the
+//! comparison corpus, 8 frame sizes, an item's worth let half the frames
+//! miss the pool and be allocated and zeroed again). It is only ever
 //! `try_lock`ed, so a fork while another thread holds the lock cannot
 //! deadlock the child (it allocates instead).
 
@@ -41,13 +45,13 @@ static POOL: Mutex<Pool> = Mutex::new(Pool {
 });
 
 /// Tells the pool that one call decoded `bytes` of frames, all alive at once
-/// in the caller's hands: the pool then keeps that much for the next call
-/// (the limit decays by an eighth per call towards smaller calls).
+/// in the caller's hands: the pool then keeps up to three times that much
+/// (the limit decays by a 64th per call towards smaller calls).
 pub(crate) fn note_call(bytes: usize) {
     if let Ok(mut pool) = POOL.try_lock() {
-        let decayed = pool.limit - pool.limit / 8;
+        let decayed = pool.limit - pool.limit / 64;
         pool.limit = bytes
-            .saturating_add(bytes / 8)
+            .saturating_mul(3)
             .max(decayed)
             .clamp(MIN_POOL_BYTES, MAX_POOL_BYTES);
     }
