@@ -566,11 +566,10 @@ fn timed_reference(list: &Path, frames: &Path, dir: &Path) -> Duration {
     started.elapsed()
 }
 
-/// Every chunk that `out` opens with (what a killed run committed) is the
-/// reference's chunk, data and meta, byte for byte (`want`: the reference
-/// directory's [`digest`]).
-fn assert_committed_chunks_match(out: &Path, want: &[(String, usize, u32)], trial: usize) {
-    let gd = GulpDirectory::open(out).unwrap_or_else(|e| panic!("trial {trial}: {e}"));
+/// Every chunk of `gd` (what a killed run committed) is the reference's
+/// chunk, data and meta, byte for byte (`want`: the reference directory's
+/// [`digest`]).
+fn assert_committed_chunks_match(gd: &GulpDirectory, want: &[(String, usize, u32)], trial: usize) {
     for chunk in gd.chunks() {
         for path in [&chunk.data_path, &chunk.meta_path] {
             let name = path.file_name().unwrap().to_str().unwrap();
@@ -622,9 +621,9 @@ fn crash_trials(trials: usize) {
         killed_midway += usize::from(was_running);
         // Opens (orphans of a cut commit are warnings), and every chunk it
         // has is the reference's chunk, byte for byte.
-        assert_committed_chunks_match(&out, &want_digest, trial);
         let gd = GulpDirectory::open(&out)
             .unwrap_or_else(|e| panic!("trial {trial} after {delay:?}: {e}"));
+        assert_committed_chunks_match(&gd, &want_digest, trial);
         committed_total += gd.chunks().len();
         // gulpio2 opens it too, except in the one window a two-file commit
         // cannot close: data renamed, meta not yet (gulpio2 then refuses
@@ -917,7 +916,9 @@ fn killed_shard_tasks_rerun_to_the_same_result() {
             child.wait().unwrap();
         }
         // What the killed task committed is the reference's, byte for byte.
-        assert_committed_chunks_match(&out, &want, trial);
+        let gd = GulpDirectory::open(&out).unwrap_or_else(|e| panic!("trial {trial}: {e}"));
+        assert_committed_chunks_match(&gd, &want, trial);
+        drop(gd);
         let status = shard_cmd(&list, &frames, &out, &format!("{victim}/4"))
             .status()
             .unwrap();

@@ -9,7 +9,7 @@
 //! staging name once its lock is held (it is made under another name and
 //! renamed), so a run that is starting is never taken for a dead one.
 
-use std::fs::{self, File, TryLockError};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -100,14 +100,9 @@ fn sweep(base: &Path) -> Vec<PathBuf> {
         let Ok(lock) = File::open(dir.join(LOCK)) else {
             continue;
         };
-        match lock.try_lock() {
-            // Held by nobody: its run is gone. Removed while this holds it.
-            Ok(()) => {
-                if fs::remove_dir_all(&dir).is_ok() {
-                    removed.push(dir);
-                }
-            }
-            Err(TryLockError::WouldBlock | TryLockError::Error(_)) => {}
+        // Held by nobody: its run is gone. Removed while this holds it.
+        if lock.try_lock().is_ok() && fs::remove_dir_all(&dir).is_ok() {
+            removed.push(dir);
         }
     }
     removed
