@@ -254,6 +254,20 @@ fn integral(v: f64) -> bool {
     (v - v.round()).abs() < 1e-6
 }
 
+/// The span `[start, start + len)` of a side, kept inside `[0, limit]`
+/// so that the sum the resampler checks, `start + len`, is at most `limit`
+/// in floating point too (`start` and `len` are products of fractions, a
+/// rounding step off the pixel grid).
+fn inside(start: f64, len: f64, limit: usize) -> (f64, f64) {
+    let limit = limit as f64;
+    let start = start.clamp(0.0, limit);
+    let mut len = len.clamp(0.0, limit - start);
+    while start + len > limit {
+        len = len.next_down();
+    }
+    (start, len)
+}
+
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn to_usize(v: f64) -> usize {
     v.round().max(0.0) as usize
@@ -275,25 +289,33 @@ impl Renderer {
         let (oh, ow) = geometry.out;
         // The crop in stored pixels.
         let (sx, sy, sw, sh) = (rx * w, ry * h, rw * w, rh * h);
-        // The least scaled size with the output's resolution over the crop.
-        let need_w = ((w * ow as f64 / sw) - 1e-6).ceil().max(1.0);
-        let need_h = ((h * oh as f64 / sh) - 1e-6).ceil().max(1.0);
+        // The least DCT scale n/8 with the output's resolution over the
+        // crop (zune-jpeg decodes at full size only).
+        let eighths = match base.codec {
+            Codec::LibjpegTurbo => {
+                let need = 8.0 * (ow as f64 / sw).max(oh as f64 / sh);
+                (1..=8u8)
+                    .find(|&n| f64::from(n) >= need - 1e-9)
+                    .unwrap_or(8)
+            }
+            Codec::Zune => 8,
+        };
         let mut options = DecodeOptions {
             color: ColorMode::Rgb,
-            // zune-jpeg decodes at full size only.
-            scale: match base.codec {
-                Codec::LibjpegTurbo => Scale::AtLeast {
-                    width: to_usize(need_w),
-                    height: to_usize(need_h),
-                },
-                Codec::Zune => Scale::Full,
-            },
+            scale: Scale::Eighths(eighths),
             crop: None,
             ..*base
         };
         let (scw, sch) = header.scaled_size(&options);
-        let (kx, ky) = (scw as f64 / w, sch as f64 / h);
-        let (qx, qy, qw, qh) = (sx * kx, sy * ky, sw * kx, sh * ky);
+        // The crop on the scaled frame. libjpeg-turbo scales by exactly
+        // n/8 (a side that is not a multiple of 8/n ends in a partial
+        // pixel, rounded up), so the factor is n/8, not the ratio of the
+        // sides. The crop is kept inside the scaled frame: one that ends on
+        // the last column or row ends there exactly, not a rounding step
+        // past it.
+        let k = f64::from(eighths) / 8.0;
+        let (qx, qw) = inside(sx * k, sw * k, scw);
+        let (qy, qh) = inside(sy * k, sh * k, sch);
         let out = &mut out[..oh * ow * 3];
         let exact =
             [qx, qy, qw, qh].into_iter().all(integral) && to_usize(qw) == ow && to_usize(qh) == oh;
@@ -328,11 +350,14 @@ impl Renderer {
                 self.region.resize(len, 0);
             }
             frame.decode_into(&options, &mut self.region[..len])?;
+            // The same crop relative to the region (which contains it).
+            let (cx, cw) = inside(qx - x0 as f64, qw, region.width);
+            let (cy, ch) = inside(qy - y0 as f64, qh, region.height);
             resample(
                 &mut self.resizer,
                 &self.region[..len],
                 (region.width, region.height),
-                (qx - x0 as f64, qy - y0 as f64, qw, qh),
+                (cx, cy, cw, ch),
                 (ow, oh),
                 out,
             )

@@ -309,3 +309,45 @@ def test_memory_is_flat_over_10_epochs(clip_dir):
     gc.collect()
     growth = rss_mb() - before
     assert growth < 8, f"RSS grew by {growth:.1f} MB over 10 epochs"
+
+
+@pytest.fixture(scope="module")
+def edge_dir(tmp_path_factory):
+    """Items written by gulpio2 at the frame sizes where a crop at the last
+    column or row once ended a rounding step past the DCT-scaled frame
+    (500 px wide at these heights, with short edge 256 and a 224 crop), and
+    clips of 160x120 to 1280x720."""
+    sizes = [(500, h) for h in (205, 207, 218, 224, 240, 375)]
+    sizes += [(160, 120), (176, 144), (320, 240), (640, 272), (720, 528), (1280, 720)]
+    directory = str(tmp_path_factory.mktemp("edges") / "gulp")
+    os.makedirs(directory)
+    gd = gulpio2.GulpDirectory(directory)
+    for c, chunk in enumerate(gd.new_chunks(2)):
+        with chunk.open("wb"):
+            for k, size in enumerate(sizes[c * 6:(c + 1) * 6]):
+                # ffmpeg's sources round odd sizes to even: cut the rows.
+                w, h = size
+                frames = [f[:h].copy() for f in ffmpeg_frames(SOURCES[k % 4], (w, h + h % 2), 2)]
+                chunk.append(f"{size[0]}x{size[1]}", {"label": SOURCES[k % 4]}, frames)
+    with open(os.path.join(directory, "label2idx.json"), "w") as f:
+        json.dump({s: i for i, s in enumerate(SOURCES)}, f)
+    return directory, len(sizes)
+
+
+@pytest.mark.parametrize("kw", [
+    # The reports: random crops of images and of clips, training mode.
+    dict(frames=1, resize=256, size=224, crop="random"),
+    dict(frames=1, resize=None, size=224, crop="random_resized"),
+    dict(frames=2, sampling="segments", resize=64, size=48, crop="random"),
+    # The third of three crops ends on the last column (or row) every time.
+    dict(frames=1, resize=256, size=224, crop="three", train=False),
+])
+def test_crops_at_the_frame_edge_decode_for_20_epochs(edge_dir, kw):
+    path, n = edge_dir
+    loader = gulp.ClipLoader(path, flip=True, batch_size=4, shuffle=True, seed=0, threads=2,
+                             drop_last=False, on_error="raise", **kw)
+    views = 3 if kw.get("crop") == "three" else 1
+    for epoch in range(20):
+        loader.set_epoch(epoch)
+        served = sum(len(batch) for batch in loader)
+        assert served == n * views
