@@ -27,18 +27,14 @@ PYTHON="${PYTHON:-python3}"
 # gulpio2 0.0.4 declares Pillow-SIMD as a dependency, which does not build
 # easily and is not needed, hence --no-deps for gulpio2 and an explicit list.
 GULPIO2_REQ="gulpio2==0.0.4"
+# gulpio2's real dependencies and the test runner: one list, shared with the
+# test of the wheel (scripts/wheel-test.sh).
+mapfile -t TEST_REQS < <(grep -v '^\s*\(#\|$\)' "$REPO/crates/gulp-python/tests/requirements.txt")
 V2_REQS=(
-    "numpy==2.4.6"
-    "simplejpeg==1.9.0"
-    "Pillow==13.0.0"
-    "tqdm==4.70.1"
-    "docopt==0.6.2"
-    "sh==2.4.0"
-    "jinja2==3.1.6"
-    "MarkupSafe==3.0.4"
-    # The gulp package's build backend and test runner.
+    "${TEST_REQS[@]}"
+    # The gulp package's build backend and the wheel's tag check.
     "maturin==1.16.0"
-    "pytest==9.2.0"
+    "auditwheel==6.8.2"
 )
 
 # GulpIO v1 (cv2-based) writes with ndarray.tostring(), removed in NumPy 2.
@@ -68,7 +64,7 @@ esac
 
 if [ "$mode" = v2 ]; then
     VENV="$REPO/.venv"
-    IMPORT_CHECK="import gulpio2, simplejpeg, numpy, pytest, maturin"
+    IMPORT_CHECK="import gulpio2, simplejpeg, numpy, pytest, maturin, auditwheel"
     REQ_TEXT="$(printf '%s\n' "--no-deps $GULPIO2_REQ" "${V2_REQS[@]}")"
 else
     VENV="$REPO/.venv-v1"

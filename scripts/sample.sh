@@ -3,13 +3,25 @@
 # ffmpeg in the 20BN (Something-Something) layout, gulps them with
 # `gulp ingest`, checks and describes the result, extracts a few frames, and
 # reads the same directory with the real gulpio2 to show it is compatible,
-# and from Python with the gulp package built from this checkout.
+# and from Python with the gulp package.
+#
+# One build: the wheel of the Python package (scripts/wheel.sh), installed
+# into .venv, gives both `import gulp` and the `gulp` command used here.
+# Prints one line per step, with the time it took.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-scripts/deps.sh
-cargo build --release -q -p gulp-cli
-gulp="$root/target/release/gulp"
+t0=$SECONDS
+mark=$SECONDS
+step() { echo "sample.sh: $* ($((SECONDS - mark)) s; $((SECONDS - t0)) s in all)"; mark=$SECONDS; }
+
+echo "sample.sh: installing what is missing (ffmpeg, cmake, nasm with apt-get; a Python venv with gulpio2)"
+GULP_DEPS_NO_NEXTEST=1 scripts/deps.sh
+step "dependencies ready"
+echo "sample.sh: building the gulp wheel (Rust core, libjpeg-turbo, the gulp command) and installing it into .venv"
+scripts/python-package.sh
+step "gulp installed"
+gulp="$root/.venv/bin/gulp"
 
 out="$root/sample"
 rm -rf "$out"
@@ -25,6 +37,7 @@ for i in "${!patterns[@]}"; do
     entries+=("{\"id\": \"$id\", \"template\": \"${labels[$((i % 3))]}\"}")
 done
 (IFS=,; echo "[${entries[*]}]") > "$out/videos.json"
+step "8 sample videos made with ffmpeg in $out/videos"
 
 echo "== gulp ingest 20bn-json (8 fps, short edge 128, 3 videos per chunk)"
 "$gulp" ingest 20bn-json "$out/videos.json" "$out/videos" "$out/gulp" \
@@ -52,8 +65,7 @@ print(f"gulpio2 reads {len(ids)} items in {len(gd.all_meta_dicts)} chunks; "
       f"item 1000 has {len(gd.merged_meta_dict['1000']['frame_info'])} frames, "
       f"every 8th: {len(frames)} arrays of shape {frames[0].shape}; meta {meta}")
 PY
-echo "== the gulp Python package reads it (pip install ./crates/gulp-python, into .venv)"
-scripts/python-package.sh
+echo "== the gulp Python package reads it"
 "$root/.venv/bin/python" - "$out/gulp" <<'PY'
 import sys
 import gulp
@@ -65,5 +77,8 @@ print(f"gulp (Python) reads {len(gd)} items in {gd.num_chunks} chunks; item 1000
       f"every 8th frame: {len(frames)} arrays of shape {frames[0].shape}, at 1/2 scale "
       f"{small.shape}, {len(raw)} raw JPEGs ({sum(map(len, raw)) / 1e3:.0f} kB, zero-copy); "
       f"meta {meta}; check: {gulp.check(sys.argv[1])}")
+loader = gulp.ClipLoader(sys.argv[1], frames=8, resize=112, size=96, batch_size=4, seed=0)
+batch = next(iter(loader))
+print(f"gulp.ClipLoader: batches of {tuple(batch.frames.shape)} uint8 frames, labels {batch.labels.tolist()}")
 PY
-echo "sample gulp directory: $out/gulp"
+step "sample directory gulped, checked and read: $out/gulp"

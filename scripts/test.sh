@@ -2,8 +2,8 @@
 # The test command: installs what is missing, then runs every test of the
 # workspace (unit, integration, doc tests, and one pass of each benchmark),
 # the cross-compatibility suite against the real gulpio2 (scripts/compat.sh),
-# and the Python package's pytest suite (built and installed from this
-# checkout into .venv, compared with the real gulpio2).
+# and the Python package's pytest suite (against its wheel, built from this
+# checkout and installed into a fresh venv, compared with the real gulpio2).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -12,8 +12,10 @@ export GULP_PYTHON="$root/.venv/bin/python"
 # Benchmarks run once each as a smoke test; timings come from `cargo bench`.
 cargo test --workspace --benches --release -q
 scripts/compat.sh
+# The Python package: its wheel (built once, installed into .venv), then the
+# pytest suite against that wheel in a fresh venv without build tools.
 scripts/python-package.sh
-"$root/.venv/bin/python" -m pytest crates/gulp-python/tests -q -ra -p no:cacheprovider
+scripts/wheel-test.sh
 cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh
