@@ -39,6 +39,9 @@ struct Lazy {
     buffer: Arc<[u8]>,
     /// Where the encoding lies in `buffer`.
     range: Range<usize>,
+    /// The decoder of the format that checked the bytes (given by the
+    /// reader, so that this module depends on no format).
+    decode: fn(&[u8]) -> Vec<Value>,
     decoded: OnceLock<Vec<Value>>,
 }
 
@@ -48,16 +51,13 @@ impl Lazy {
     }
 
     fn get(&self) -> &Vec<Value> {
-        self.decoded
-            .get_or_init(|| crate::msgpack::decode_checked_list(self.bytes()))
+        self.decoded.get_or_init(|| (self.decode)(self.bytes()))
     }
 
     fn into_vec(self) -> Vec<Value> {
         match self.decoded.into_inner() {
             Some(list) => list,
-            None => {
-                crate::msgpack::decode_checked_list(self.buffer.get(self.range).unwrap_or_default())
-            }
+            None => (self.decode)(self.buffer.get(self.range).unwrap_or_default()),
         }
     }
 }
@@ -70,14 +70,19 @@ impl MetaData {
 
     /// A list held as `buffer[range]`, the msgpack encoding of a list that
     /// the reader has checked completely and found in the writer's own
-    /// (canonical) form.
-    pub(crate) fn from_checked_msgpack(buffer: Arc<[u8]>, range: Range<usize>) -> MetaData {
+    /// (canonical) form; `decode` decodes such bytes, which cannot fail.
+    pub(crate) fn from_checked_msgpack(
+        buffer: Arc<[u8]>,
+        range: Range<usize>,
+        decode: fn(&[u8]) -> Vec<Value>,
+    ) -> MetaData {
         debug_assert!(buffer.get(range.clone()).is_some());
         MetaData {
             list: Vec::new(),
             lazy: Some(Lazy {
                 buffer,
                 range,
+                decode,
                 decoded: OnceLock::new(),
             }),
         }
@@ -267,7 +272,7 @@ mod tests {
     /// `[{"k": 1}, "x"]` as the writer encodes it, inside a larger buffer.
     fn lazy() -> MetaData {
         let buffer: Arc<[u8]> = Arc::from(&b"\xff\x92\x81\xa1k\x01\xa1x\xff"[..]);
-        MetaData::from_checked_msgpack(buffer, 1..8)
+        MetaData::from_checked_msgpack(buffer, 1..8, crate::msgpack::decode_checked_list)
     }
 
     #[test]

@@ -531,7 +531,7 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
         // back gives the canonical bytes.
         let meta_data = if skip.canonical {
             let section = section.get_or_insert_with(|| Arc::from(*blob));
-            MetaData::from_checked_msgpack(Arc::clone(section), list)
+            MetaData::from_checked_msgpack(Arc::clone(section), list, decode_checked_list)
         } else {
             MetaData::from(decode_checked_list(blob.get(list).unwrap_or_default()))
         };

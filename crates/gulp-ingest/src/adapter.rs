@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use gulp_format::Value;
 
 use crate::error::ItemError;
-use crate::labels::Labels;
+use gulp_io::LabelIndex;
 
 /// Decoded pixels, row-major with interleaved channels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub trait DatasetAdapter: Send + Sync {
     fn item(&self, index: usize) -> Result<Item, ItemError>;
 
     /// The label index to write as `label2idx.json`, for adapters with labels.
-    fn labels(&self) -> Option<&Labels> {
+    fn labels(&self) -> Option<&LabelIndex> {
         None
     }
 
@@ -133,7 +133,7 @@ impl<A: DatasetAdapter + ?Sized> DatasetAdapter for Box<A> {
     fn item(&self, index: usize) -> Result<Item, ItemError> {
         (**self).item(index)
     }
-    fn labels(&self) -> Option<&Labels> {
+    fn labels(&self) -> Option<&LabelIndex> {
         (**self).labels()
     }
     fn default_frame_rate(&self) -> Option<f64> {

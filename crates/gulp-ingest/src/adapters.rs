@@ -21,7 +21,7 @@ use gulp_format::{JsonSerializer, Map, Value};
 use crate::adapter::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result};
 use crate::frames::{is_image_path, is_video_path};
-use crate::labels::Labels;
+use gulp_io::LabelIndex;
 
 /// The frame rate gulpio2's 20BN video scripts sample at by default.
 pub const TWENTY_BN_FRAME_RATE: f64 = 8.0;
@@ -50,7 +50,7 @@ struct Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     entries: Vec<Entry>,
-    labels: Option<Labels>,
+    labels: Option<LabelIndex>,
     frame_rate: Option<f64>,
 }
 
@@ -77,7 +77,7 @@ impl DatasetAdapter for Dataset {
         })
     }
 
-    fn labels(&self) -> Option<&Labels> {
+    fn labels(&self) -> Option<&LabelIndex> {
         self.labels.as_ref()
     }
 
@@ -128,7 +128,8 @@ impl Dataset {
     /// Numbers the rows' labels (after those of `output/label2idx.json`) and
     /// adds each row's `"idx"`.
     fn with_labels(rows: Vec<Row>, output: &Path, frame_rate: Option<f64>) -> Result<Dataset> {
-        let labels = Labels::load_and_extend(output, rows.iter().map(|r| r.label.as_str()))?;
+        let mut labels = LabelIndex::read(output)?.unwrap_or_default();
+        labels.extend(rows.iter().map(|r| r.label.as_str()));
         let entries = rows
             .into_iter()
             .map(

@@ -272,7 +272,7 @@ pub fn ingest(
     if let Some(labels) = adapter.labels() {
         let written = labels.write(write_dir)?;
         report.label_file = Some(if remote {
-            let url = output.join(crate::LABEL_FILE);
+            let url = gulp_io::LabelIndex::path(output);
             publish_file(&written, &url)?;
             url
         } else {

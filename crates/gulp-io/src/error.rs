@@ -113,6 +113,15 @@ pub enum ErrorKind {
         /// The directory.
         dir: PathBuf,
     },
+    /// A directory's `label2idx.json` does not follow the rule of
+    /// [`crate::LabelIndex`].
+    #[error("{path}: {reason}")]
+    Labels {
+        /// The label file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The writer was given something it cannot store.
     #[error("{path}: {reason}")]
     Invalid {

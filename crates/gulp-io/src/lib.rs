@@ -41,6 +41,7 @@ mod directory;
 #[cfg(feature = "turbojpeg")]
 mod encode;
 mod error;
+mod labels;
 mod mmap;
 mod reader;
 mod recover;
@@ -61,6 +62,7 @@ pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
 #[cfg(feature = "turbojpeg")]
 pub use crate::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::labels::{LABEL_FILE, LabelIndex};
 pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover, recover_chunks};
 pub use crate::select::Selection;

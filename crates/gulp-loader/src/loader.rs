@@ -9,17 +9,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use gulp_format::{JsonSerializer, Value};
-use gulp_io::{DecodeOptions, GulpDirectory};
+use gulp_format::Value;
+use gulp_io::{DecodeOptions, GulpDirectory, LABEL_FILE, LabelIndex};
 
 use crate::error::{Error, Result};
 use crate::order::{Order, Slot};
 use crate::rng::Rng;
 use crate::sampling::{Placement, Sampling, clip_indices};
 use crate::transform::{Geometry, Renderer, Spatial};
-
-/// The label index file beside the chunks, as gulpio2 writes it.
-pub const LABEL_FILE: &str = "label2idx.json";
 
 /// What to do with a clip whose frame fails to decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -205,7 +202,12 @@ impl Loader {
         let dir = GulpDirectory::open(path)?;
         let index = match &options.labels.index {
             Some(pairs) => Some(pairs.iter().cloned().collect()),
-            None => read_label_file(path)?,
+            None => LabelIndex::read(path)?.map(|labels| {
+                labels
+                    .iter()
+                    .map(|(label, index)| (label.to_owned(), index))
+                    .collect()
+            }),
         };
         let mut items = Vec::with_capacity(dir.len());
         for (chunk, entry) in dir.chunks().iter().enumerate() {
@@ -472,30 +474,6 @@ fn check_options(o: &LoaderOptions) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn read_label_file(dir: &Path) -> Result<Option<BTreeMap<String, i64>>> {
-    let path = dir.join(LABEL_FILE);
-    let Some(bytes) = gulp_io::read_optional(&path)? else {
-        return Ok(None);
-    };
-    let bad = |reason: String| Error::Label {
-        path: path.clone(),
-        id: String::new(),
-        reason,
-    };
-    let value = JsonSerializer::parse_value(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let Value::Object(map) = value else {
-        return Err(bad("expected an object of label: index".into()));
-    };
-    map.iter()
-        .map(|(label, idx)| {
-            idx.as_i64()
-                .map(|i| (label.clone(), i))
-                .ok_or_else(|| bad(format!("label {label:?} has index {idx:?}, not an integer")))
-        })
-        .collect::<Result<_>>()
-        .map(Some)
 }
 
 fn label_of(

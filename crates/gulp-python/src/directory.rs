@@ -522,3 +522,19 @@ fn slice(py: Python<'_>, start: isize, end: isize) -> PyResult<Bound<'_, PyAny>>
 fn to_isize(v: u64) -> PyResult<isize> {
     isize::try_from(v).map_err(|_| Class::Format.err(format!("offset {v} does not fit in memory")))
 }
+
+/// The labels of a directory's `label2idx.json` as `(label, index)` pairs in
+/// file order, or `None` if it has none (local or `s3://`); the rule of
+/// `gulp_io::LabelIndex` applies (an error names the file).
+#[pyfunction]
+pub(crate) fn read_labels(py: Python<'_>, path: PathBuf) -> PyResult<Option<Vec<(String, i64)>>> {
+    let labels = py
+        .detach(|| gulp_io::LabelIndex::read(&path))
+        .map_err(io_err)?;
+    Ok(labels.map(|labels| {
+        labels
+            .iter()
+            .map(|(label, index)| (label.to_owned(), index))
+            .collect()
+    }))
+}

@@ -2,17 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 
-use anyhow::{Context, Result};
-use gulp_format::{JsonSerializer, Value};
+use anyhow::Result;
+use gulp_io::{LABEL_FILE, LabelIndex};
 use serde::Serialize;
 
 use crate::Outcome;
 use crate::cli::InfoArgs;
-
-/// Name of the label file some GulpIO adapters write.
-const LABEL_FILE: &str = "label2idx.json";
 
 #[derive(Debug, Serialize)]
 struct Info {
@@ -77,9 +73,16 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
             max: sizes.iter().copied().max().unwrap_or(0),
         });
     }
-    match read_labels(&args.dir.join(LABEL_FILE)) {
-        Ok(labels) => info.labels = labels,
-        Err(e) => info.warnings.push(format!("{e:#}")),
+    // A label file that breaks the rule is a warning here (the chunks are
+    // still described), an error where labels are used.
+    match LabelIndex::read(&args.dir) {
+        Ok(labels) => {
+            info.labels = labels.map(|labels| Labels {
+                count: labels.len(),
+                names: labels.sorted().iter().map(|(l, _)| l.to_owned()).collect(),
+            });
+        }
+        Err(e) => info.warnings.push(e.to_string()),
     }
 
     let mut out = super::stdout();
@@ -121,33 +124,6 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
     }
     out.flush()?;
     Ok(Outcome::Success)
-}
-
-/// The labels of `label2idx.json`, in index order; `None` if there is no
-/// such file.
-fn read_labels(path: &Path) -> Result<Option<Labels>> {
-    // Local, or in an object store.
-    let Some(bytes) = gulp_io::read_optional(path)? else {
-        return Ok(None);
-    };
-    let value = JsonSerializer::parse_value(&bytes)
-        .with_context(|| format!("{}: not valid JSON", path.display()))?;
-    let Value::Object(map) = value else {
-        anyhow::bail!("{}: not a JSON object", path.display());
-    };
-    let mut labels: Vec<(Option<i64>, String)> = map
-        .into_iter()
-        .map(|(name, index)| (index.as_i64(), name))
-        .collect();
-    // Index order where every index is an integer, file order otherwise.
-    if labels.iter().all(|(index, _)| index.is_some()) {
-        labels.sort_by_key(|(index, _)| *index);
-    }
-    let names: Vec<String> = labels.into_iter().map(|(_, name)| name).collect();
-    Ok(Some(Labels {
-        count: names.len(),
-        names,
-    }))
 }
 
 fn human_bytes(bytes: u64) -> String {

@@ -6,12 +6,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use gulp_format::{
-    ChunkFile, JsonSerializer, TEMP_PREFIX, Value, data_file_name, meta_file_name,
-    parse_chunk_file_name,
-};
-use gulp_ingest::{LABEL_FILE, PLAN_FILE};
+use gulp_format::{ChunkFile, TEMP_PREFIX, data_file_name, meta_file_name, parse_chunk_file_name};
+use gulp_ingest::PLAN_FILE;
 use gulp_io::{DirectoryWarning, GulpDirectory};
+use gulp_io::{LABEL_FILE, LabelIndex};
 
 use crate::Outcome;
 use crate::cli::MergeArgs;
@@ -64,7 +62,7 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
         .ids()
         .map(|id| (id.to_owned(), out.clone()))
         .collect();
-    let mut labels = read_labels(out)?;
+    let mut labels = LabelIndex::read(out)?.unwrap_or_default();
     let mut moves = Vec::new();
     for dir in &args.dirs {
         let source =
@@ -93,21 +91,15 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
                 );
             }
         }
-        for (label, index) in read_labels(dir)? {
-            match labels.get(&label) {
-                Some(&known) if known != index => bail!(
-                    "{}: label {label:?} is {index}, but {known} elsewhere: the shards numbered their labels differently",
-                    dir.join(LABEL_FILE).display()
-                ),
-                _ => {
-                    labels.insert(label, index);
-                }
-            }
+        if let Some(theirs) = LabelIndex::read(dir)? {
+            labels
+                .merge(&theirs, &LabelIndex::path(dir))
+                .context("the shards numbered their labels differently")?;
         }
     }
     let mut by_index: HashMap<i64, &str> = HashMap::new();
-    for (label, index) in &labels {
-        if let Some(other) = by_index.insert(*index, label) {
+    for (label, index) in labels.iter() {
+        if let Some(other) = by_index.insert(index, label) {
             bail!("labels {other:?} and {label:?} both have index {index}");
         }
     }
@@ -121,7 +113,8 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
         }
     }
     if !labels.is_empty() {
-        write_labels(out, &labels)?;
+        // In index order, as an ingest writes them.
+        labels.sorted().write(out)?;
     }
     sync_dir(out)?;
     for dir in &args.dirs {
@@ -237,46 +230,4 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .with_context(|| format!("syncing {}", dir.display()))
-}
-
-fn read_labels(dir: &Path) -> Result<BTreeMap<String, i64>> {
-    let path = dir.join(LABEL_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    let value = JsonSerializer::parse_value(&bytes)
-        .with_context(|| format!("{} is not JSON", path.display()))?;
-    let Value::Object(map) = value else {
-        bail!("{}: expected an object of label: index", path.display());
-    };
-    map.iter()
-        .map(|(label, index)| {
-            index.as_i64().map(|i| (label.clone(), i)).with_context(|| {
-                format!("{}: label {label:?} has no integer index", path.display())
-            })
-        })
-        .collect()
-}
-
-/// Writes the labels in index order, as an ingest writes them.
-fn write_labels(dir: &Path, labels: &BTreeMap<String, i64>) -> Result<()> {
-    let mut pairs: Vec<(&String, &i64)> = labels.iter().collect();
-    pairs.sort_by_key(|(_, i)| **i);
-    let map = pairs
-        .into_iter()
-        .map(|(l, i)| (l.clone(), Value::from(*i)))
-        .collect();
-    let text = JsonSerializer::value_to_string(&Value::Object(map));
-    let path = dir.join(LABEL_FILE);
-    if fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
-        return Ok(());
-    }
-    let tmp = dir.join(format!("{TEMP_PREFIX}{LABEL_FILE}.merge"));
-    let mut f = File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    fs::rename(&tmp, &path).with_context(|| format!("renaming {}", tmp.display()))?;
-    Ok(())
 }
