@@ -1,4 +1,4 @@
-// Measurement aid for docs/benchmarks.md ("Why the 8 fps row stops at 3x"),
+// Measurement aid for docs/benchmarks.md ("The video rows: where the time goes"),
 // not part of gulp: decodes each video given on the command line in this
 // process with libavformat/libavcodec (one decoding thread, as gulp gives
 // ffmpeg), and copies out the frames an 8 fps output would keep (a simple
