@@ -1,4 +1,6 @@
-//! The `gulp` command: check, inspect, convert and read gulp directories.
+//! The `gulp` command: ingest datasets, then check, recover, inspect (`info`,
+//! `dump-meta`, `preview`, `status`), convert, extract, bench and merge gulp
+//! directories.
 //!
 //! The binary and the Python package's `gulp` console script both call
 //! [`run`], which parses the command line, runs one subcommand and turns its outcome

@@ -13,7 +13,10 @@ pub struct Order {
     /// PyTorch's `drop_last`: drop the tail that does not divide among the
     /// ranks (`DistributedSampler`) and the last incomplete batch
     /// (`DataLoader`). Without it, ranks are padded by repeating items from
-    /// the start of the order, and the last batch may be short.
+    /// the start of the order, and the last batch may be short. `false` by
+    /// default, as in PyTorch (and every clip is served); Python's
+    /// `gulp.ClipLoader` defaults to `drop_last=True`, the usual setting for
+    /// training, where equal batches on every rank matter more.
     pub drop_last: bool,
     /// This process's rank, `0..world_size`.
     pub rank: usize,

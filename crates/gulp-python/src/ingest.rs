@@ -2,77 +2,16 @@
 //! `gulp.check` and `gulp.recover`.
 
 use std::num::NonZeroUsize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use gulp_ingest::adapters::Dataset;
-use gulp_ingest::{FrameOptions, IngestOptions, IngestReport, Subsampling};
+use gulp_ingest::{
+    AdapterOptions, FrameOptions, IngestOptions, IngestReport, IngestRequest, Shard,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors::{Class, ingest_err, io_err, os_err};
 use crate::writer::meta_format;
-
-/// The built-in adapter `kind` over `inputs`.
-fn dataset(
-    kind: &str,
-    inputs: &[PathBuf],
-    output: &Path,
-    label_name: &str,
-    phase: &str,
-) -> PyResult<Dataset> {
-    let want = |n: usize, names: &str| -> PyResult<()> {
-        if inputs.len() == n {
-            Ok(())
-        } else {
-            Err(Class::Invalid.err(format!(
-                "adapter {kind:?} takes {n} input path(s) ({names}), not {}",
-                inputs.len()
-            )))
-        }
-    };
-    let r = match kind {
-        "20bn-json" => {
-            want(2, "input_json, videos_dir")?;
-            Dataset::twenty_bn_json(&inputs[0], &inputs[1], output, label_name)
-        }
-        "20bn-csv-webm" => {
-            want(2, "input_csv, videos_dir")?;
-            Dataset::twenty_bn_csv_webm(&inputs[0], &inputs[1], output)
-        }
-        "20bn-csv-jpeg" => {
-            want(2, "input_csv, jpeg_dir")?;
-            Dataset::twenty_bn_csv_jpeg(&inputs[0], &inputs[1], output)
-        }
-        "video-folder" => {
-            want(1, "videos_dir")?;
-            Dataset::video_folder(&inputs[0], output)
-        }
-        "image-folder" => {
-            want(1, "images_dir")?;
-            Dataset::image_folder(&inputs[0], output)
-        }
-        "image-list" => {
-            want(2, "list_file, root_dir")?;
-            Dataset::image_list(&inputs[0], &inputs[1], output)
-        }
-        "kinetics" => {
-            want(2, "input_csv, videos_dir")?;
-            Dataset::kinetics(&inputs[0], &inputs[1], output)
-        }
-        "activitynet" => {
-            want(2, "input_json, videos_dir")?;
-            Dataset::activitynet(&inputs[0], &inputs[1], phase)
-        }
-        _ => {
-            return Err(Class::Invalid.err(format!(
-                "unknown adapter {kind:?}: one of '20bn-json', '20bn-csv-webm', \
-                 '20bn-csv-jpeg', 'video-folder', 'image-folder', 'image-list', \
-                 'kinetics', 'activitynet'"
-            )));
-        }
-    };
-    r.map_err(ingest_err)
-}
 
 fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -129,56 +68,39 @@ pub(crate) fn ingest<'py>(
     shard: Option<&str>,
     shard_count: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let shard = match shard {
-        None => None,
-        Some("auto") => Some(gulp_ingest::Shard::from_env(
-            |k| std::env::var(k).ok(),
-            shard_count,
-        )),
-        Some(text) => Some(gulp_ingest::Shard::parse(text)),
-    }
-    .transpose()
-    .map_err(|e| Class::Invalid.err(format!("shard: {e}")))?;
-    if videos_per_chunk == 0 {
-        return Err(Class::Invalid.err("videos_per_chunk must be at least 1"));
-    }
-    if let Some(rate) = frame_rate
-        && !(rate.is_finite() && rate > 0.0)
-    {
-        return Err(Class::Invalid.err(format!("frame_rate must be a positive number, not {rate}")));
-    }
-    let subsampling = match subsampling {
-        "auto" => Subsampling::Auto,
-        "444" | "4:4:4" => Subsampling::S444,
-        "420" | "4:2:0" => Subsampling::S420,
-        s => {
-            return Err(Class::Invalid.err(format!(
-                "subsampling must be 'auto', '444' or '420', not {s:?}"
-            )));
-        }
-    };
-    let mut opts = IngestOptions {
+    let options = IngestOptions {
         items_per_chunk: videos_per_chunk,
+        workers: num_workers.map_or(IngestOptions::default().workers, NonZeroUsize::get),
         frames: FrameOptions {
             short_edge: frame_size.filter(|s| *s > 0),
             quality,
             frame_rate,
-            subsampling,
+            subsampling: subsampling.parse().map_err(ingest_err)?,
             ..FrameOptions::default()
         },
         meta_format: self::meta_format(meta_format)?,
         strict,
         shuffle_seed,
         fsync,
-        shard,
-        ..IngestOptions::default()
+        shard: shard
+            .map(|text| Shard::from_arg(text, shard_count))
+            .transpose()
+            .map_err(ingest_err)?,
     };
-    if let Some(n) = num_workers {
-        opts.workers = n.get();
-    }
-    let data = py.detach(|| dataset(kind, &inputs, &output, label_name, phase))?;
+    let request = IngestRequest {
+        kind: kind.parse().map_err(ingest_err)?,
+        inputs,
+        output,
+        adapter: AdapterOptions {
+            label_name: label_name.to_owned(),
+            phase: phase.to_owned(),
+        },
+        options,
+    };
+    request.check().map_err(ingest_err)?;
+    let data = py.detach(|| request.dataset()).map_err(ingest_err)?;
     let report = py
-        .detach(|| gulp_ingest::ingest(&data, &output, &opts, &mut |_| {}))
+        .detach(|| gulp_ingest::ingest(&data, &request.output, &request.options, &mut |_| {}))
         .map_err(ingest_err)?;
     report_dict(py, &report)
 }

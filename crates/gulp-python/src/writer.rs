@@ -27,14 +27,10 @@ pub(crate) struct Writer {
     writer: Option<ChunkWriter>,
 }
 
+/// A meta format by name (`json` or `msgpack`), parsed as gulp-format
+/// parses it.
 pub(crate) fn meta_format(name: &str) -> PyResult<MetaFormat> {
-    match name {
-        "json" => Ok(MetaFormat::Json),
-        "msgpack" => Ok(MetaFormat::Msgpack),
-        _ => Err(Class::Invalid.err(format!(
-            "meta_format must be 'json' or 'msgpack', not {name:?}"
-        ))),
-    }
+    name.parse().map_err(|e: String| Class::Invalid.err(e))
 }
 
 fn summary_dict<'py>(py: Python<'py>, s: &ChunkSummary) -> PyResult<Bound<'py, PyDict>> {

@@ -1,67 +1,31 @@
 //! `gulp ingest`: run a built-in adapter through the ingest pipeline.
 
 use std::io::{IsTerminal, Write};
+use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use gulp_ingest::adapters::Dataset;
 use gulp_ingest::{
-    DatasetAdapter, FrameOptions, IngestOptions, IngestReport, Progress, Shard, ingest,
+    AdapterKind, AdapterOptions, DatasetAdapter, FrameOptions, IngestOptions, IngestReport,
+    IngestRequest, Progress, Shard, ingest,
 };
 use serde::Serialize;
 
 use crate::Outcome;
 use crate::cli::{IngestArgs, IngestKind};
 
-/// The task of `--shard I/N|auto`.
-fn shard_of(args: &IngestArgs) -> Result<Option<Shard>> {
-    let Some(text) = args.shard.as_deref() else {
-        return Ok(None);
-    };
-    let count = args.shard_count.map(std::num::NonZeroUsize::get);
-    let shard = if text == "auto" {
-        Shard::from_env(|k| std::env::var(k).ok(), count)
-    } else {
-        Shard::parse(text)
-    };
-    shard.map(Some).map_err(|e| anyhow::anyhow!("--shard: {e}"))
-}
-
 /// Runs `gulp ingest <kind>`.
 pub fn run(kind: IngestKind) -> Result<Outcome> {
-    let (dataset, output, args) = adapter(kind)?;
-    let shard = shard_of(&args)?;
-    if shard.is_some() && args.shuffle && args.seed.is_none() {
-        anyhow::bail!(
-            "--shuffle with --shard needs --seed: every task must shuffle the list the same way"
-        );
-    }
-    let seed = args
-        .shuffle
-        .then(|| args.seed.unwrap_or_else(|| fastrand::u64(..)));
-    let opts = IngestOptions {
-        items_per_chunk: args.videos_per_chunk.get(),
-        workers: super::threads(args.num_workers),
-        frames: FrameOptions {
-            short_edge: args.frame_size.map(std::num::NonZeroU32::get),
-            quality: args.quality,
-            frame_rate: args.frame_rate,
-            subsampling: args.subsampling.into(),
-            decode_threads: args.decode_threads,
-        },
-        meta_format: args.meta_format.into(),
-        strict: args.strict,
-        shuffle_seed: seed,
-        fsync: true,
-        shard,
-    };
-    if let Some(rate) = opts.frames.frame_rate {
-        anyhow::ensure!(
-            rate.is_finite() && rate > 0.0,
-            "--frame-rate must be a positive number, not {rate}"
-        );
-    }
+    let (request, args, seed) = request(kind)?;
+    let dataset = request.dataset().with_context(|| {
+        format!(
+            "cannot read the {} {}",
+            request.kind.source(),
+            request.inputs[0].display()
+        )
+    })?;
+    let (output, opts) = (&request.output, &request.options);
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(dataset.len() as u64);
         let style = indicatif::ProgressStyle::with_template(
@@ -84,7 +48,7 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
             ));
         }
     };
-    let result = ingest(&dataset, &output, &opts, &mut on_progress);
+    let result = ingest(&dataset, output, opts, &mut on_progress);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -93,11 +57,11 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
     // summary only.
     print_losses(&report)?;
     if let Some(path) = &args.report {
-        write_report(path, &report, &output, seed)
+        write_report(path, &report, output, seed)
             .with_context(|| format!("cannot write the report {}", path.display()))?;
     }
     if !args.quiet {
-        print_summary(&report, &output, seed)?;
+        print_summary(&report, output, seed)?;
     }
     Ok(Outcome::Success)
 }
@@ -183,98 +147,120 @@ fn print_losses(report: &IngestReport) -> Result<()> {
     Ok(())
 }
 
-fn adapter(kind: IngestKind) -> Result<(Dataset, std::path::PathBuf, IngestArgs)> {
-    let ctx = |what: &str, p: &Path| format!("cannot read the {what} {}", p.display());
-    Ok(match kind {
+/// The request of `gulp ingest <kind> ...`: the clap variant's paths in
+/// the order of [`AdapterKind::inputs`], and the shared options. Also the
+/// options only the command has, and the shuffle seed (drawn here when
+/// `--shuffle` has none, so that the summary can print it).
+fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)> {
+    let mut adapter = AdapterOptions::default();
+    let (kind, inputs, output, args) = match kind {
         IngestKind::TwentyBnJson {
             input_json,
             videos_dir,
             output_dir,
             label_name,
             opts,
-        } => (
-            Dataset::twenty_bn_json(&input_json, &videos_dir, &output_dir, &label_name)
-                .with_context(|| ctx("20BN JSON list", &input_json))?,
-            output_dir,
-            opts,
-        ),
+        } => {
+            adapter.label_name = label_name;
+            let inputs = vec![input_json, videos_dir];
+            (AdapterKind::TwentyBnJson, inputs, output_dir, opts)
+        }
         IngestKind::TwentyBnCsvWebm {
             input_csv,
             videos_dir,
             output_dir,
             opts,
-        } => (
-            Dataset::twenty_bn_csv_webm(&input_csv, &videos_dir, &output_dir)
-                .with_context(|| ctx("20BN CSV list", &input_csv))?,
-            output_dir,
-            opts,
-        ),
+        } => {
+            let inputs = vec![input_csv, videos_dir];
+            (AdapterKind::TwentyBnCsvWebm, inputs, output_dir, opts)
+        }
         IngestKind::TwentyBnCsvJpeg {
             input_csv,
             jpeg_dir,
             output_dir,
             opts,
-        } => (
-            Dataset::twenty_bn_csv_jpeg(&input_csv, &jpeg_dir, &output_dir)
-                .with_context(|| ctx("20BN CSV list", &input_csv))?,
-            output_dir,
-            opts,
-        ),
+        } => {
+            let inputs = vec![input_csv, jpeg_dir];
+            (AdapterKind::TwentyBnCsvJpeg, inputs, output_dir, opts)
+        }
         IngestKind::VideoFolder {
             videos_dir,
             output_dir,
             opts,
-        } => (
-            Dataset::video_folder(&videos_dir, &output_dir)
-                .with_context(|| ctx("video folder", &videos_dir))?,
-            output_dir,
-            opts,
-        ),
+        } => (AdapterKind::VideoFolder, vec![videos_dir], output_dir, opts),
         IngestKind::ImageFolder {
             images_dir,
             output_dir,
             opts,
-        } => (
-            Dataset::image_folder(&images_dir, &output_dir)
-                .with_context(|| ctx("image folder", &images_dir))?,
-            output_dir,
-            opts,
-        ),
+        } => (AdapterKind::ImageFolder, vec![images_dir], output_dir, opts),
         IngestKind::ImageList {
             list_file,
             output_dir,
             root_path,
             opts,
-        } => (
-            Dataset::image_list(&list_file, &root_path, &output_dir)
-                .with_context(|| ctx("image list", &list_file))?,
-            output_dir,
-            opts,
-        ),
+        } => {
+            let inputs = vec![list_file, root_path];
+            (AdapterKind::ImageList, inputs, output_dir, opts)
+        }
         IngestKind::Kinetics {
             input_csv,
             videos_dir,
             output_dir,
             opts,
-        } => (
-            Dataset::kinetics(&input_csv, &videos_dir, &output_dir)
-                .with_context(|| ctx("Kinetics CSV", &input_csv))?,
-            output_dir,
-            opts,
-        ),
+        } => {
+            let inputs = vec![input_csv, videos_dir];
+            (AdapterKind::Kinetics, inputs, output_dir, opts)
+        }
         IngestKind::Activitynet {
             input_json,
             videos_dir,
             output_dir,
             phase,
             opts,
-        } => (
-            Dataset::activitynet(&input_json, &videos_dir, &phase)
-                .with_context(|| ctx("ActivityNet JSON", &input_json))?,
-            output_dir,
-            opts,
-        ),
-    })
+        } => {
+            adapter.phase = phase;
+            let inputs = vec![input_json, videos_dir];
+            (AdapterKind::Activitynet, inputs, output_dir, opts)
+        }
+    };
+    let shard = args
+        .shard
+        .as_deref()
+        .map(|text| Shard::from_arg(text, args.shard_count.map(NonZeroUsize::get)))
+        .transpose()?;
+    if shard.is_some() && args.shuffle && args.seed.is_none() {
+        anyhow::bail!(
+            "--shuffle with --shard needs --seed: every task must shuffle the list the same way"
+        );
+    }
+    let seed = args
+        .shuffle
+        .then(|| args.seed.unwrap_or_else(|| fastrand::u64(..)));
+    let options = IngestOptions {
+        items_per_chunk: args.videos_per_chunk.get(),
+        workers: super::threads(args.num_workers),
+        frames: FrameOptions {
+            short_edge: args.frame_size.map(NonZeroU32::get),
+            quality: args.quality,
+            frame_rate: args.frame_rate,
+            subsampling: args.subsampling.into(),
+            decode_threads: args.decode_threads,
+        },
+        meta_format: args.meta_format.into(),
+        strict: args.strict,
+        shuffle_seed: seed,
+        fsync: true,
+        shard,
+    };
+    let request = IngestRequest {
+        kind,
+        inputs,
+        output,
+        adapter,
+        options,
+    };
+    request.check()?;
+    Ok((request, args, seed))
 }
 
 fn print_summary(report: &IngestReport, output: &Path, seed: Option<u64>) -> Result<()> {
