@@ -9,6 +9,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/deps.sh
 export GULP_PYTHON="$root/.venv/bin/python"
+# Module imports form a DAG: in every crate and in the Python package.
+python3 scripts/check-imports.py
 # Benchmarks run once each as a smoke test; timings come from `cargo bench`.
 cargo test --workspace --benches --release -q
 scripts/compat.sh
@@ -16,6 +18,9 @@ scripts/compat.sh
 # pytest suite against that wheel in a fresh venv without build tools.
 scripts/python-package.sh
 scripts/wheel-test.sh
+# Its types: mypy --strict over the package, stubtest against the wheel's
+# native module.
+scripts/typecheck.sh
 cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh

@@ -230,11 +230,12 @@ def test_public_names():
     assert gulp.GulpDirectory.__doc__ and gulp.GulpDirectory.read.__doc__
 
 
-@pytest.mark.parametrize("module", ["gulp._gulp", "gulp.fileio", "gulp.utils", "gulp.clips",
-                                    "gulp.dataset", "gulp.transforms"])
+@pytest.mark.parametrize("module", ["gulp._gulp"])
 def test_stubs_match_the_modules(module):
-    """Every name of the .pyi stubs exists at run time, and every public
-    function and method at run time is in the stubs."""
+    """Every name of the native module's stub exists at run time, and every
+    public function and method at run time is in the stub. (The pure-Python
+    modules carry their own annotations; mypy --strict and stubtest check
+    both in scripts/typecheck.sh.)"""
     import ast
     import importlib
 

@@ -1,12 +1,15 @@
 """The ``gulp`` console script: the Rust command line, run in this process."""
 
+from __future__ import annotations
+
 import signal
 import sys
+from typing import NoReturn
 
 from . import _gulp
 
 
-def main():
+def main() -> NoReturn:
     # Ctrl-C ends the command as it ends the native binary (ingest commits
     # are atomic, so nothing half-written is left visible).
     signal.signal(signal.SIGINT, signal.SIG_DFL)

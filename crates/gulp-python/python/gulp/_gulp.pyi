@@ -2,10 +2,29 @@
 (`gulp`, `gulp.fileio`, `gulp.utils`) rather than this one."""
 
 from os import PathLike
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "__version__",
+    "CODEC",
+    "Directory",
+    "Writer",
+    "Loader",
+    "BatchIter",
+    "encode_jpeg",
+    "decode_jpeg",
+    "jpeg_header",
+    "resize",
+    "decode_image",
+    "ingest",
+    "check",
+    "recover",
+    "read_labels",
+    "cli_main",
+]
 
 __version__: str
 CODEC: str
@@ -15,12 +34,14 @@ _Selection = Union[None, slice, Sequence[int], npt.NDArray[np.integer[Any]]]
 _Scale = Union[str, int, Tuple[int, int]]
 _Crop = Tuple[int, int, int, int]
 
+# The classes are PyO3's: built by __new__, not subclassable.
+@final
 class Directory:
-    def __init__(self, path: _Path, mmap: bool = True) -> None: ...
+    def __new__(cls, path: _Path, mmap: bool = True) -> Directory: ...
     @property
     def path(self) -> str: ...
     def __len__(self) -> int: ...
-    def __contains__(self, id: str) -> bool: ...
+    def __contains__(self, id: str, /) -> bool: ...
     def n_frames(self) -> int: ...
     def chunk_files(self) -> list[tuple[int, str, str]]: ...
     def next_chunk_number(self) -> int: ...
@@ -49,15 +70,16 @@ class Directory:
     def raw_bytes(self, id: str, sel: _Selection = None) -> list[bytes]: ...
     def shapes(self, id: str, sel: _Selection = None) -> list[tuple[int, int, int]]: ...
 
+@final
 class Writer:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         dir: _Path,
         chunk: int,
         mode: str = "wb",
         meta_format: str = "json",
         fsync: bool = True,
-    ) -> None: ...
+    ) -> Writer: ...
     @property
     def chunk(self) -> int: ...
     @property
@@ -79,9 +101,10 @@ _BatchParts = Tuple[
     int,  # epoch
 ]
 
+@final
 class Loader:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _Path,
         *,
         frames: int,
@@ -109,7 +132,7 @@ class Loader:
         dct: Optional[str],
         codec: Optional[str],
         strict: bool,
-    ) -> None: ...
+    ) -> Loader: ...
     def __len__(self) -> int: ...
     @property
     def samples(self) -> int: ...
@@ -124,6 +147,7 @@ class Loader:
     def load_state_dict(self, state: dict[str, int]) -> None: ...
     def iter(self) -> BatchIter: ...
 
+@final
 class BatchIter:
     def __iter__(self) -> BatchIter: ...
     def __next__(self) -> _BatchParts: ...

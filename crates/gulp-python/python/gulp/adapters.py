@@ -8,7 +8,10 @@ image lists, Kinetics, ActivityNet), ``gulp.ingest`` runs gulp's built-in
 adapters, which decode and encode in Rust on every core.
 """
 
+from __future__ import annotations
+
 from abc import ABC, abstractmethod
+from typing import Any, Iterable, Optional
 
 __all__ = ["AbstractDatasetAdapter"]
 
@@ -17,12 +20,10 @@ class AbstractDatasetAdapter(ABC):
     """The items of a dataset, for ``GulpIngestor``."""
 
     @abstractmethod
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: Optional[slice] = None) -> Iterable[dict[str, Any]]:
         """Yields ``{'id', 'meta', 'frames'}`` dicts for the items of
         ``slice_element`` (all items when ``None``)."""
-        return NotImplementedError
 
     @abstractmethod
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of items."""
-        return NotImplementedError

@@ -20,7 +20,18 @@ PyTorch ``DataLoader`` worker processes are not needed (``gulp.torch`` wraps
 it for code that wants a ``Dataset``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Tuple, Union, cast
+
+import numpy as np
+import numpy.typing as npt
+
 from . import _gulp
+from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ._gulp import _Path
 
 __all__ = ["ClipLoader", "Batch"]
 
@@ -48,7 +59,18 @@ class Batch:
 
     __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch")
 
-    def __init__(self, frames, labels, ids, indices, views, skipped, index, epoch):
+    frames: npt.NDArray[np.uint8]
+    labels: npt.NDArray[np.int64]
+    ids: list[str]
+    indices: npt.NDArray[np.int64]
+    views: npt.NDArray[np.int64]
+    skipped: list[tuple[str, str]]
+    index: int
+    epoch: int
+
+    def __init__(self, frames: npt.NDArray[np.uint8], labels: npt.NDArray[np.int64],
+                 ids: list[str], indices: npt.NDArray[np.int64], views: npt.NDArray[np.int64],
+                 skipped: list[tuple[str, str]], index: int, epoch: int) -> None:
         self.frames = frames
         self.labels = labels
         self.ids = ids
@@ -58,18 +80,18 @@ class Batch:
         self.index = index
         self.epoch = epoch
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.ids)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[npt.NDArray[Any]]:
         return iter((self.frames, self.labels))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shape = "x".join(str(s) for s in self.frames.shape)
         return f"Batch(epoch={self.epoch}, index={self.index}, frames={shape}, ids={len(self.ids)})"
 
 
-def _size(size):
+def _size(size: Union[None, int, Tuple[int, int]]) -> Optional[Tuple[int, int]]:
     if size is None:
         return None
     if isinstance(size, int):
@@ -124,23 +146,32 @@ class ClipLoader:
     labels are used as they are; -1 where an item has none.
     """
 
-    def __init__(self, path, frames=8, sampling="segments", step=1, resize=128, size=112,
-                 crop="random", flip=True, batch_size=8, shuffle=True, seed=0,
-                 drop_last=True, rank=0, world_size=1, threads=None, prefetch=2, *,
-                 clips=1, train=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
-                 on_error="raise", label_key="label", labels=None, dct="fast", codec=None,
-                 strict=True):
+    def __init__(self, path: _Path, frames: int = 8, sampling: str = "segments", step: int = 1,
+                 resize: Optional[int] = 128, size: Union[None, int, Tuple[int, int]] = 112,
+                 crop: Optional[str] = "random", flip: bool = True, batch_size: int = 8,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = True, rank: int = 0,
+                 world_size: int = 1, threads: Optional[int] = None, prefetch: int = 2, *,
+                 clips: int = 1, train: Optional[bool] = None,
+                 scale: Tuple[float, float] = (0.08, 1.0),
+                 ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
+                 label_key: str = "label", labels: Optional[Mapping[str, int]] = None,
+                 dct: str = "fast", codec: Optional[str] = None, strict: bool = True) -> None:
         if crop is None:
             crop = "none"
         if crop not in _CROPS:
-            raise ValueError(f"crop must be one of {', '.join(map(repr, _CROPS))}, not {crop!r}")
+            raise InvalidInputError(
+                f"crop must be one of {', '.join(map(repr, _CROPS))}, not {crop!r}")
         if threads is not None and threads < 1:
-            raise ValueError(f"threads must be at least 1 (or None for one per core), not {threads}")
+            raise InvalidInputError(
+                f"threads must be at least 1 (or None for one per core), not {threads}")
         self.path = str(path)
         self.skipped = 0
         self._native = _gulp.Loader(
             self.path, frames=frames, sampling=sampling, step=step, clips=clips,
-            resize=resize, size=_size(size), crop=crop, scale=tuple(scale), ratio=tuple(ratio),
+            resize=resize, size=_size(size), crop=crop,
+            # tuple(): a list is accepted too.
+            scale=cast("Tuple[float, float]", tuple(scale)),
+            ratio=cast("Tuple[float, float]", tuple(ratio)),
             flip=bool(flip), batch_size=batch_size, shuffle=bool(shuffle), seed=seed,
             drop_last=bool(drop_last), rank=rank, world_size=world_size,
             train=bool(shuffle) if train is None else bool(train),
@@ -150,11 +181,11 @@ class ClipLoader:
             dct=dct, codec=codec, strict=strict,
         )
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per epoch of this rank."""
         return len(self._native)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         """The batches of the current epoch from the current position (the
         start, or where a previous pass stopped or ``load_state_dict`` put
         it). A completed pass moves to the next epoch."""
@@ -168,41 +199,41 @@ class ClipLoader:
             it.close()
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch of the next pass."""
         return self._native.epoch
 
     @property
-    def samples(self):
+    def samples(self) -> int:
         """Clips per epoch of this rank."""
         return self._native.samples
 
     @property
-    def items(self):
+    def items(self) -> int:
         """Items in the directory."""
         return self._native.items
 
     @property
-    def threads(self):
+    def threads(self) -> int:
         """Decoding threads."""
         return self._native.threads
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Sets the epoch (its shuffle and random draws). Another epoch
         starts from its first batch; the current one keeps its position, so
         calling it after ``load_state_dict`` resumes where the state was."""
         self._native.set_epoch(int(epoch))
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, int]:
         """Where the next pass starts, as a dict to save with a checkpoint."""
         return self._native.state_dict()
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
         """Resumes from ``state_dict()``: the next pass yields exactly the
         batches that followed it. Raises ``ValueError`` for a state of a
         loader with another seed, world or data."""
         self._native.load_state_dict(dict(state))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ClipLoader({self.path!r}, {self.items} items, {len(self)} batches, "
                 f"epoch {self.epoch}, {self.threads} threads)")

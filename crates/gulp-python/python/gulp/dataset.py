@@ -25,13 +25,23 @@ What differs from v1, where v1 was wrong:
 * nothing is printed, and errors name the directory, the item and the label.
 """
 
-import json
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
-from .errors import GulpFileNotFoundError, InvalidInputError
+from . import _gulp
+from .errors import GulpFileNotFoundError, InvalidInputError, UnknownLabelError
 from .fileio import GulpDirectory
+
+if TYPE_CHECKING:
+    from ._gulp import _Path
+
+#: v1's item: ``(id, {'frame_info': ..., 'meta_data': ...})``.
+_Item = Tuple[str, dict[str, list[Any]]]
 
 __all__ = ["GulpIOEmptyFolder", "GulpVideoDataset", "GulpImageDataset"]
 
@@ -43,20 +53,26 @@ class GulpIOEmptyFolder(GulpFileNotFoundError):  # noqa: N818 (v1's name)
 class _GulpDataset:
     """What both datasets share: the directory, its ids and ``label2idx``."""
 
-    def __init__(self, data_path):
+    def __init__(self, data_path: _Path) -> None:
         self.data_path = data_path
         self.gd = GulpDirectory(data_path)
         self.num_chunks = self.gd.num_chunks
         if self.num_chunks == 0:
             raise GulpIOEmptyFolder(f"found no chunks (data_N.gulp files) in {data_path}")
-        with open(os.path.join(data_path, "label2idx.json")) as file:
-            self.label2idx = json.load(file)
+        # The one reader of label2idx.json (gulp_io::LabelIndex), local or s3://.
+        labels = _gulp.read_labels(data_path)
+        if labels is None:
+            raise GulpFileNotFoundError(
+                f"{os.path.join(data_path, 'label2idx.json')}: no such file (GulpIO v1's datasets "
+                "need the label index an ingest writes)"
+            )
+        self.label2idx: dict[str, Any] = dict(labels)
         self.classes = list(self.label2idx)
-        self._ids = np.array(self.gd.ids(), dtype=str)
-        self._items = None
+        self._ids: npt.NDArray[np.str_] = np.array(self.gd.ids(), dtype=str)
+        self._items: Optional[list[_Item]] = None
 
     @property
-    def items(self):
+    def items(self) -> list[_Item]:
         """v1's ``[(id, {'frame_info': ..., 'meta_data': ...}), ...]``, in
         directory order. Assigning a list of such pairs (a subset, a new
         order) changes the items the dataset serves."""
@@ -66,24 +82,24 @@ class _GulpDataset:
         return self._items
 
     @items.setter
-    def items(self, items):
+    def items(self, items: Iterable[_Item]) -> None:
         items = list(items)
         self._ids = np.array([str(id_) for id_, _ in items], dtype=str)
         self._items = items
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_items"] = None
         return state
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of items."""
         return len(self._ids)
 
-    def _id(self, index):
+    def _id(self, index: int) -> str:
         return str(self._ids[index])
 
-    def _label_index(self, item_id, meta):
+    def _label_index(self, item_id: str, meta: Any) -> Any:
         try:
             label = meta["label"]
         except (KeyError, TypeError):
@@ -95,7 +111,7 @@ class _GulpDataset:
                 return self.label2idx[key]
             except (KeyError, TypeError):
                 pass
-        raise KeyError(
+        raise UnknownLabelError(
             f"label {label!r} of item {item_id!r} is not in "
             f"{os.path.join(self.data_path, 'label2idx.json')}"
         )
@@ -127,12 +143,15 @@ class GulpVideoDataset(_GulpDataset):
     ``num_frames``. Random starts use numpy's global random state.
     """
 
-    def __init__(self, data_path, num_frames, step_size, is_val, transform=None,
-                 target_transform=None, stack=True, random_offset=True):
+    def __init__(self, data_path: _Path, num_frames: int, step_size: int, is_val: bool,
+                 transform: Optional[Callable[[list[npt.NDArray[np.uint8]]], Any]] = None,
+                 target_transform: Optional[Callable[[Any], Any]] = None, stack: bool = True,
+                 random_offset: bool = True) -> None:
         if int(num_frames) == 0 or int(num_frames) < -1:
-            raise ValueError(f"num_frames is positive or -1 (every frame), not {num_frames}")
+            raise InvalidInputError(
+                f"num_frames is positive or -1 (every frame), not {num_frames}")
         if int(step_size) < 1:
-            raise ValueError(f"step_size is 1 or more, not {step_size}")
+            raise InvalidInputError(f"step_size is 1 or more, not {step_size}")
         super().__init__(data_path)
         self.transform_video = transform
         self.target_transform = target_transform
@@ -142,7 +161,7 @@ class GulpVideoDataset(_GulpDataset):
         self.stack = stack
         self.random_offset = random_offset
 
-    def _window(self, length):
+    def _window(self, length: int) -> tuple[slice, int]:
         """The frames to read (a slice) and how many to add by padding."""
         step = self.step_size
         if self.num_frames < 0:
@@ -155,10 +174,11 @@ class GulpVideoDataset(_GulpDataset):
         read = len(range(window.start, window.stop, step))
         return window, self.num_frames - read
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
         """``(frames, label index)`` of item ``index``."""
         item_id = self._id(index)
         window, missing = self._window(self.gd.frame_count(item_id))
+        frames: Any
         frames, meta = self.gd[item_id, window]
         if missing > 0:
             last = frames[-1]
@@ -172,7 +192,7 @@ class GulpVideoDataset(_GulpDataset):
             frames = np.stack(frames)
         return frames, target
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"GulpVideoDataset({self.data_path!r}: {len(self)} items, num_frames="
             f"{self.num_frames}, step_size={self.step_size}, is_val={self.is_val})"
@@ -193,13 +213,15 @@ class GulpImageDataset(_GulpDataset):
         target_transform (callable): applied to the label index. Default: none.
     """
 
-    def __init__(self, data_path, is_val=False, transform=None, target_transform=None):
+    def __init__(self, data_path: _Path, is_val: bool = False,
+                 transform: Optional[Callable[[npt.NDArray[np.uint8]], Any]] = None,
+                 target_transform: Optional[Callable[[Any], Any]] = None) -> None:
         super().__init__(data_path)
         self.transform = transform
         self.target_transform = target_transform
         self.is_val = is_val
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
         """``(image, label index)`` of item ``index``."""
         item_id = self._id(index)
         count = self.gd.frame_count(item_id)
@@ -217,5 +239,5 @@ class GulpImageDataset(_GulpDataset):
             target = self.target_transform(target)
         return img, target
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GulpImageDataset({self.data_path!r}: {len(self)} items)"

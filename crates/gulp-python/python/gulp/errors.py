@@ -6,6 +6,8 @@ frame index out of range, ``ValueError`` for bad input or damaged files,
 ``OSError`` for I/O. Messages name the file, the id and the byte offset.
 """
 
+from __future__ import annotations
+
 __all__ = [
     "GulpError",
     "GulpIOError",
@@ -21,6 +23,10 @@ __all__ = [
     "ChunkExistsError",
     "InvalidInputError",
     "IngestError",
+    "UnknownLabelError",
+    "GulpTypeError",
+    "GulpNotImplementedError",
+    "GulpRuntimeError",
 ]
 
 
@@ -47,7 +53,7 @@ class DuplicateIdError(FormatError):
 class UnknownIdError(GulpError, KeyError):
     """No item has this id."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         # KeyError shows repr(message); keep gulp's message readable.
         return str(self.args[0]) if self.args else ""
 
@@ -82,3 +88,21 @@ class InvalidInputError(GulpError, ValueError):
 
 class IngestError(GulpError, RuntimeError):
     """An ingest run stopped (an item failed in strict mode, another run holds the lock)."""
+
+
+class UnknownLabelError(GulpError, KeyError):
+    """An item's label is not in the directory's ``label2idx.json``."""
+
+    __str__ = UnknownIdError.__str__  # the message, not its repr
+
+
+class GulpTypeError(GulpError, TypeError):
+    """An argument or a sample is of a type gulp cannot use."""
+
+
+class GulpNotImplementedError(GulpError, NotImplementedError):
+    """What gulpio2 does not implement either (a chunk opened with an unknown flag)."""
+
+
+class GulpRuntimeError(GulpError, RuntimeError):
+    """gulp is used in a way it cannot run (a ``gulp.torch.ClipDataset`` in worker processes)."""

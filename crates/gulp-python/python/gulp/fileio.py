@@ -16,21 +16,29 @@ released. Where gulpio2 can lose data or crash, gulp does not:
   on first use.
 """
 
-import json
+from __future__ import annotations
+
 import os
-import pickle
 import re
-from abc import ABC, abstractmethod
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import (TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, NamedTuple,
+                    Optional, Sequence, Tuple, TypeVar, Union)
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _gulp
 from . import utils as _utils
-from .errors import InvalidInputError, SelectionTypeError
-from .utils import jpeg_bytes_to_img
+from ._serializers import (AbstractSerializer, JSONSerializer, PickleSerializer,
+                           json_serializer, pickle_serializer)
+from .errors import GulpNotImplementedError, InvalidInputError, UnknownIdError
+from .utils import calculate_chunk_slices, extract_input_for_getitem, jpeg_bytes_to_img
+
+if TYPE_CHECKING:
+    from ._gulp import _Path, _Scale, _Selection
+    from .adapters import AbstractDatasetAdapter
 
 __all__ = [
     "ImgInfo",
@@ -49,43 +57,17 @@ __all__ = [
     "GulpIngestor",
 ]
 
-ImgInfo = namedtuple("ImgInfo", ["loc", "pad", "length"])
+#: A frame decoder: JPEG bytes to anything (``jpeg_bytes_to_img`` gives arrays).
+_Decoder = Callable[[bytes], Any]
+#: An item as read: its frames and its first meta dict.
+_Item = Tuple[list[Any], Any]
+_T = TypeVar("_T")
 
 
-class AbstractSerializer(ABC):  # pragma: no cover - interface
-    """Loads and dumps a chunk's meta dict."""
-
-    @abstractmethod
-    def load(self, file_name):
-        pass
-
-    @abstractmethod
-    def dump(self, thing, file_name):
-        pass
-
-
-class PickleSerializer(AbstractSerializer):
-    """gulpio2's pickle serializer (kept for API compatibility; nothing writes it)."""
-
-    def load(self, file_name):
-        with open(file_name, "rb") as file_pointer:
-            return pickle.load(file_pointer)
-
-    def dump(self, thing, file_name):
-        with open(file_name, "wb") as file_pointer:
-            pickle.dump(thing, file_pointer)
-
-
-class JSONSerializer(AbstractSerializer):
-    """GulpIO's JSON meta (what gulpio2 reads and writes)."""
-
-    def load(self, file_name):
-        with open(file_name, "r") as file_pointer:
-            return json.load(file_pointer, object_pairs_hook=OrderedDict)
-
-    def dump(self, thing, file_name):
-        with open(file_name, "w") as file_pointer:
-            json.dump(thing, file_pointer)
+class ImgInfo(NamedTuple):
+    loc: int
+    pad: int
+    length: int
 
 
 class MsgpackSerializer(AbstractSerializer):
@@ -95,49 +77,25 @@ class MsgpackSerializer(AbstractSerializer):
 
     format = "msgpack"
 
-    def load(self, file_name):
+    def load(self, file_name: _Path) -> Any:
         directory, number = _chunk_location(file_name, meta=True)
         native = _gulp.Directory(directory)
         return native.chunk_meta(_chunk_index(native, number))
 
-    def dump(self, thing, file_name):
+    def dump(self, thing: Any, file_name: _Path) -> None:
         raise InvalidInputError(
             "msgpack meta is written by GulpChunk.open('wb'/'ab'), not dumped"
         )
 
 
-pickle_serializer = PickleSerializer()
-json_serializer = JSONSerializer()
 msgpack_serializer = MsgpackSerializer()
-
-
-def extract_input_for_getitem(element):
-    """``id`` or ``(id, slice_or_indices)`` to ``(str(id), slice_or_None)``."""
-    if isinstance(element, tuple) and len(element) == 2:
-        id_, slice_ = element
-    elif isinstance(element, (int, str)):
-        id_, slice_ = element, None
-    else:
-        raise SelectionTypeError("Undefined input type! id or (id, slice) expected")
-    id_ = str(id_)
-    return id_, slice_
-
-
-def calculate_chunk_slices(items_per_chunk, num_items):
-    """``[slice(i, min(i + k, n)) for i in range(0, n, k)]``; ``k`` and ``n`` > 0."""
-    assert items_per_chunk > 0
-    assert num_items > 0
-    return [
-        slice(i, min(i + items_per_chunk, num_items))
-        for i in range(0, num_items, items_per_chunk)
-    ]
 
 
 _DATA_RE = re.compile(r"^data_(\d+)\.gulp$")
 _META_RE = re.compile(r"^meta_(\d+)\.gmeta$")
 
 
-def _chunk_location(path, meta=False):
+def _chunk_location(path: _Path, meta: bool = False) -> tuple[str, int]:
     """``(directory, chunk number)`` of a ``data_N.gulp`` / ``meta_N.gmeta`` path."""
     path = os.fspath(path)
     directory, name = os.path.split(path)
@@ -148,15 +106,19 @@ def _chunk_location(path, meta=False):
     return directory or ".", int(match.group(1))
 
 
-def _chunk_index(native, number):
+def _chunk_index(native: _gulp.Directory, number: int) -> int:
     for index, (n, _, _) in enumerate(native.chunk_files()):
         if n == number:
             return index
     raise InvalidInputError(f"no chunk {number} in {native.path}")
 
 
-def _is_builtin_decoder(decoder):
-    return decoder is None or decoder is jpeg_bytes_to_img
+def _read_frames(native: _gulp.Directory, decoder: Optional[_Decoder], id_: str,
+                 slice_: _Selection) -> list[Any]:
+    """Frames decoded in Rust, or by ``decoder`` if it is another one."""
+    if decoder is None or decoder is jpeg_bytes_to_img:
+        return native.read(id_, slice_)
+    return [decoder(b) for b in native.raw_bytes(id_, slice_)]
 
 
 class GulpDirectory:
@@ -169,33 +131,34 @@ class GulpDirectory:
     ``mmap=False`` reads through file handles instead of memory maps.
     """
 
-    def __init__(self, output_dir, jpeg_decoder=jpeg_bytes_to_img, *, mmap=True):
+    def __init__(self, output_dir: _Path, jpeg_decoder: Optional[_Decoder] = jpeg_bytes_to_img, *,
+                 mmap: bool = True) -> None:
         self.output_dir = output_dir
         self.jpeg_decoder = jpeg_decoder
         self._mmap = mmap
         self._native = _gulp.Directory(output_dir, mmap=mmap)
-        self._cache = {}
+        self._cache: dict[str, Any] = {}
 
     # Pickling (spawned DataLoader workers): reopen by path.
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., GulpDirectory], tuple[Any, ...]]:
         return (_reopen_directory, (self.output_dir, self.jpeg_decoder, self._mmap))
 
-    def _lazy(self, name, build):
+    def _lazy(self, name: str, build: Callable[[], _T]) -> _T:
         value = self._cache.get(name)
         if value is None:
             value = self._cache[name] = build()
         return value
 
     @property
-    def num_chunks(self):
+    def num_chunks(self) -> int:
         """The number of chunks."""
         return len(self._native.chunk_files())
 
     @property
-    def chunk_objs_lookup(self):
+    def chunk_objs_lookup(self) -> OrderedDict[int, GulpChunk]:
         """Chunk number (int) to ``GulpChunk``, in chunk order."""
 
-        def build():
+        def build() -> OrderedDict[int, GulpChunk]:
             return OrderedDict(
                 (number, GulpChunk._of_directory(self, index, number, data, meta))
                 for index, (number, data, meta) in enumerate(self._native.chunk_files())
@@ -204,20 +167,20 @@ class GulpDirectory:
         return self._lazy("chunk_objs_lookup", build)
 
     @property
-    def all_meta_dicts(self):
+    def all_meta_dicts(self) -> list[dict[str, dict[str, list[Any]]]]:
         """Every chunk's meta dict (id to ``{'frame_info', 'meta_data'}``)."""
 
-        def build():
+        def build() -> list[dict[str, dict[str, list[Any]]]]:
             return [self._native.chunk_meta(i) for i in range(self.num_chunks)]
 
         return self._lazy("all_meta_dicts", build)
 
     @property
-    def merged_meta_dict(self):
+    def merged_meta_dict(self) -> dict[str, dict[str, list[Any]]]:
         """All items' meta dicts in one dict (id to ``{'frame_info', 'meta_data'}``)."""
 
-        def build():
-            merged = {}
+        def build() -> dict[str, dict[str, list[Any]]]:
+            merged: dict[str, dict[str, list[Any]]] = {}
             for meta in self.all_meta_dicts:
                 merged.update(meta)
             return merged
@@ -225,11 +188,11 @@ class GulpDirectory:
         return self._lazy("merged_meta_dict", build)
 
     @property
-    def chunk_lookup(self):
+    def chunk_lookup(self) -> dict[str, int]:
         """Id (str) to the number (int) of the chunk holding it."""
 
-        def build():
-            lookup = {}
+        def build() -> dict[str, int]:
+            lookup: dict[str, int] = {}
             for index, (number, _, _) in enumerate(self._native.chunk_files()):
                 for id_ in self._native.chunk_ids(index):
                     lookup[id_] = number
@@ -237,24 +200,24 @@ class GulpDirectory:
 
         return self._lazy("chunk_lookup", build)
 
-    def chunks(self):
+    def chunks(self) -> Iterator[GulpChunk]:
         """The chunks, in chunk order."""
         return iter(self.chunk_objs_lookup.values())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GulpChunk]:
         return self.chunks()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._native)
 
-    def __contains__(self, id_):
+    def __contains__(self, id_: object) -> bool:
         return str(id_) in self._native
 
-    def ids(self):
+    def ids(self) -> list[str]:
         """Every id, chunk by chunk, in meta order."""
         return self._native.ids()
 
-    def new_chunks(self, total_new_chunks):
+    def new_chunks(self, total_new_chunks: int) -> Generator[GulpChunk, None, None]:
         """``GulpChunk``s for the next ``total_new_chunks`` chunk numbers."""
         first = self._native.next_chunk_number()
         paths = [
@@ -266,23 +229,22 @@ class GulpDirectory:
         ]
         return (GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder) for data, meta in paths)
 
-    def __getitem__(self, element):
+    def __getitem__(self, element: Union[int, str, Tuple[Any, _Selection]]) -> _Item:
         id_, slice_ = extract_input_for_getitem(element)
         return self.read_frames(id_, slice_)
 
-    def read_frames(self, id_, slice_=None):
+    def read_frames(self, id_: object, slice_: _Selection = None) -> _Item:
         """``(frames, meta)`` of ``id_``, as ``gd[id_, slice_]``."""
         id_ = str(id_)
-        if _is_builtin_decoder(self.jpeg_decoder):
-            frames = self._native.read(id_, slice_)
-        else:
-            frames = [self.jpeg_decoder(b) for b in self._native.raw_bytes(id_, slice_)]
+        frames = _read_frames(self._native, self.jpeg_decoder, id_, slice_)
         return frames, self._native.meta(id_)
 
     # What gulpio2 lacks.
 
-    def read(self, id_, frames=None, *, color=None, scale=None, crop=None, dct=None,
-             upsampling=None, strict=True, codec=None):
+    def read(self, id_: object, frames: _Selection = None, *, color: Optional[str] = None,
+             scale: Optional[_Scale] = None, crop: Optional[Tuple[int, int, int, int]] = None,
+             dct: Optional[str] = None, upsampling: Optional[str] = None, strict: bool = True,
+             codec: Optional[str] = None) -> list[npt.NDArray[np.uint8]]:
         """Frames of ``id_`` decoded with options, GIL released.
 
         ``frames``: ``None`` (all), a slice or a list of indices. ``color``:
@@ -299,40 +261,42 @@ class GulpDirectory:
             upsampling=upsampling, strict=strict, codec=codec,
         )
 
-    def raw(self, id_, frames=None):
+    def raw(self, id_: object, frames: _Selection = None) -> list[Union[memoryview, bytes]]:
         """The JPEG bytes of frames of ``id_`` as read-only ``memoryview``s of
-        the memory map (no copy; ``bytes`` when opened with ``mmap=False``)."""
+        the memory map (no copy; ``bytes`` when opened with ``mmap=False`` or
+        from an ``s3://`` directory)."""
         return self._native.raw(str(id_), frames)
 
-    def meta(self, id_):
+    def meta(self, id_: object) -> Any:
         """The first meta dict of ``id_`` (what ``gd[id_][1]`` gives)."""
         return self._native.meta(str(id_))
 
-    def item(self, id_):
+    def item(self, id_: object) -> dict[str, list[Any]]:
         """``{'frame_info': [[loc, pad, length], ...], 'meta_data': [...]}`` of ``id_``."""
         return self._native.item(str(id_))
 
-    def frame_count(self, id_):
+    def frame_count(self, id_: object) -> int:
         """The number of frames of ``id_``."""
         return self._native.frame_count(str(id_))
 
-    def shapes(self, id_, frames=None):
+    def shapes(self, id_: object, frames: _Selection = None) -> list[tuple[int, int, int]]:
         """``(height, width, channels)`` of frames of ``id_``, from their headers."""
         return self._native.shapes(str(id_), frames)
 
     @property
-    def warnings(self):
+    def warnings(self) -> list[str]:
         """Leftovers noticed on opening (orphan or temporary files)."""
         return self._native.warnings()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"GulpDirectory({self.output_dir!r}: {len(self)} items, "
             f"{self._native.n_frames()} frames, {self.num_chunks} chunks)"
         )
 
 
-def _reopen_directory(output_dir, jpeg_decoder, mmap):
+def _reopen_directory(output_dir: _Path, jpeg_decoder: Optional[_Decoder],
+                      mmap: bool) -> GulpDirectory:
     return GulpDirectory(output_dir, jpeg_decoder, mmap=mmap)
 
 
@@ -346,8 +310,9 @@ class GulpChunk:
     block ends, and an exception inside it discards what was written.
     """
 
-    def __init__(self, data_file_path, meta_file_path, serializer=json_serializer,
-                 jpeg_decoder=jpeg_bytes_to_img):
+    def __init__(self, data_file_path: _Path, meta_file_path: _Path,
+                 serializer: AbstractSerializer = json_serializer,
+                 jpeg_decoder: Optional[_Decoder] = jpeg_bytes_to_img) -> None:
         self.data_file_path = os.fspath(data_file_path)
         self.meta_file_path = os.fspath(meta_file_path)
         self.serializer = serializer
@@ -358,77 +323,77 @@ class GulpChunk:
             raise InvalidInputError(
                 f"{self.meta_file_path} is not the meta file of {self.data_file_path}"
             )
-        self._native = None
-        self._index = None
-        self._writer = None
+        self._native: Optional[_gulp.Directory] = None
+        self._index: Optional[int] = None
+        self._writer: Optional[_gulp.Writer] = None
         self.fp = None
 
     @classmethod
-    def _of_directory(cls, directory, index, number, data, meta):
+    def _of_directory(cls, directory: GulpDirectory, index: int, number: int, data: str,
+                      meta: str) -> GulpChunk:
         chunk = cls(data, meta, jpeg_decoder=directory.jpeg_decoder)
         chunk._native = directory._native
         chunk._index = index
         return chunk
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_native"] = None
         state["_index"] = None
         state["_writer"] = None
         return state
 
-    def _reader(self):
-        if self._native is None:
+    def _reader(self) -> tuple[_gulp.Directory, int]:
+        """The directory and this chunk's index in it."""
+        if self._native is None or self._index is None:
             native = _gulp.Directory(self._dir)
             self._index = _chunk_index(native, self._number)
             self._native = native
-        return self._native
+        return self._native, self._index
 
     @property
-    def meta_dict(self):
+    def meta_dict(self) -> dict[str, dict[str, list[Any]]]:
         """Id to ``{'frame_info': [...], 'meta_data': [...]}``, in meta order
         (empty if the chunk does not exist yet)."""
         if not os.path.exists(self.meta_file_path):
             return OrderedDict()
-        native = self._reader()
-        return native.chunk_meta(self._index)
+        native, index = self._reader()
+        return native.chunk_meta(index)
 
-    def __contains__(self, id_):
+    def __contains__(self, id_: object) -> bool:
         if not os.path.exists(self.meta_file_path):
             return False
-        return self._reader().chunk_of(str(id_)) == self._number
+        native, _ = self._reader()
+        return native.chunk_of(str(id_)) == self._number
 
-    def __getitem__(self, element):
+    def __getitem__(self, element: Union[int, str, Tuple[Any, _Selection]]) -> _Item:
         id_, slice_ = extract_input_for_getitem(element)
         return self.read_frames(id_, slice_)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[_Item]:
         return self.iter_all()
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not os.path.exists(self.meta_file_path):
             return 0
-        return len(self._reader().chunk_ids(self._index))
+        return len(self._ids())
 
-    def _ids(self):
-        return self._reader().chunk_ids(self._index)
+    def _ids(self) -> list[str]:
+        native, index = self._reader()
+        return native.chunk_ids(index)
 
-    def read_frames(self, id_, slice_=None):
+    def read_frames(self, id_: object, slice_: _Selection = None) -> _Item:
         """``(frames, meta)`` of ``id_``: frames selected by ``slice_`` (None,
         a slice, or a list of indices), and the item's first meta dict."""
         id_ = str(id_)
-        native = self._reader()
+        native, _ = self._reader()
         if native.chunk_of(id_) != self._number:
-            from .errors import UnknownIdError
-
             raise UnknownIdError(f"no item with id {id_!r} in {self.meta_file_path}")
-        if _is_builtin_decoder(self.jpeg_decoder):
-            frames = native.read(id_, slice_)
-        else:
-            frames = [self.jpeg_decoder(b) for b in native.raw_bytes(id_, slice_)]
+        frames = _read_frames(native, self.jpeg_decoder, id_, slice_)
         return frames, native.meta(id_)
 
-    def iter_all(self, accepted_ids=None, shuffle=False):
+    def iter_all(self, accepted_ids: Optional[Iterable[object]] = None,
+                 shuffle: bool = False) -> Iterator[_Item]:
         """Yields ``(frames, meta)`` per item in meta order; only ids in
         ``accepted_ids`` if given; shuffled with numpy's global RNG if
         ``shuffle``."""
@@ -442,7 +407,7 @@ class GulpChunk:
             yield self.read_frames(id_)
 
     @contextmanager
-    def open(self, flag="rb"):
+    def open(self, flag: str = "rb") -> Iterator[None]:
         """``'rb'`` (reading), ``'wb'`` (write the chunk afresh) or ``'ab'``
         (append to it). Writes are committed when the block ends normally."""
         if flag == "rb":
@@ -450,29 +415,29 @@ class GulpChunk:
             yield
             return
         if flag not in ("wb", "ab", "xb"):
-            raise NotImplementedError(f"Unknown flag {flag!r}")
-        self._writer = _gulp.Writer(
+            raise GulpNotImplementedError(f"Unknown flag {flag!r}")
+        writer = self._writer = _gulp.Writer(
             self._dir, self._number, flag,
             meta_format=getattr(self.serializer, "format", "json"),
         )
         try:
             yield
         except BaseException:
-            self._writer.abort()
+            writer.abort()
             raise
         else:
-            self._writer.commit()
+            writer.commit()
         finally:
             self._writer = None
             self._native = None
 
-    def flush(self):
+    def flush(self) -> None:
         """Commits what was appended so far and goes on appending."""
         if self._writer is not None:
             self._writer.commit(reopen=True)
             self._native = None
 
-    def append(self, id_, meta_data, frames):
+    def append(self, id_: object, meta_data: Any, frames: Sequence[npt.NDArray[np.uint8]]) -> None:
         """Appends an item: ``meta_data`` (a dict) and ``frames`` (numpy
         ``uint8`` arrays, ``H×W×3`` or ``H×W``), encoded to JPEG."""
         if self._writer is None:
@@ -482,23 +447,24 @@ class GulpChunk:
             )
         self._writer.append(str(id_), meta_data, frames, quality=_utils._JPEG_WRITE_QUALITY)
 
-    def append_jpegs(self, id_, meta_data, jpegs):
+    def append_jpegs(self, id_: object, meta_data: Any,
+                     jpegs: Iterable[Union[bytes, bytearray, memoryview]]) -> None:
         """Appends an item whose frames are JPEG bytes, stored as they are."""
         if self._writer is None:
             raise InvalidInputError(f"{self.data_file_path} is not open for writing")
         self._writer.append_jpegs(str(id_), meta_data, [bytes(j) for j in jpegs])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GulpChunk({self.data_file_path!r}, {self.meta_file_path!r})"
 
 
 class ChunkWriter:
     """Writes one adapter slice into one chunk (gulpio2's ``ChunkWriter``)."""
 
-    def __init__(self, adapter):
+    def __init__(self, adapter: AbstractDatasetAdapter) -> None:
         self.adapter = adapter
 
-    def write_chunk(self, output_chunk, input_slice):
+    def write_chunk(self, output_chunk: GulpChunk, input_slice: slice) -> None:
         with output_chunk.open("wb"):
             for video in self.adapter.iter_data(input_slice):
                 id_ = video["id"]
@@ -510,7 +476,8 @@ class ChunkWriter:
                     print("Failed to write video with id: {}; no frames".format(id_))
 
 
-def _write_new_chunk(adapter, output_chunk, input_slice):
+def _write_new_chunk(adapter: AbstractDatasetAdapter, output_chunk: GulpChunk,
+                     input_slice: slice) -> str:
     # Like ChunkWriter.write_chunk, but never replaces a chunk that appeared
     # meanwhile ('xb').
     with output_chunk.open("xb"):
@@ -532,14 +499,15 @@ class GulpIngestor:
     on every core of the worker, and each chunk is committed atomically.
     """
 
-    def __init__(self, adapter, output_folder, videos_per_chunk, num_workers):
+    def __init__(self, adapter: AbstractDatasetAdapter, output_folder: _Path,
+                 videos_per_chunk: int, num_workers: int) -> None:
         assert int(num_workers) > 0
         self.adapter = adapter
         self.output_folder = output_folder
         self.videos_per_chunk = int(videos_per_chunk)
         self.num_workers = int(num_workers)
 
-    def __call__(self):
+    def __call__(self) -> None:
         os.makedirs(self.output_folder, exist_ok=True)
         chunk_slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
         gulp_directory = GulpDirectory(self.output_folder)

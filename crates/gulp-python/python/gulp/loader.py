@@ -24,15 +24,20 @@ What differs from v1, where v1 was wrong or broken:
   ``gulp.dataset`` datasets do).
 """
 
+from __future__ import annotations
+
 import multiprocessing
 import numbers
 import random
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Optional, Protocol, Sized
 
 import numpy as np
+
+from .errors import GulpTypeError, InvalidInputError
 
 __all__ = [
     "DataLoader",
@@ -45,16 +50,46 @@ __all__ = [
 ]
 
 
+# Types -----------------------------------------------------------------------
+
+class _Dataset(Protocol):
+    """What a DataLoader reads: samples by index, and a length."""
+
+    def __getitem__(self, index: int, /) -> Any: ...
+
+    def __len__(self) -> int: ...
+
+
+class _Sampler(Protocol):
+    """Dataset indices, with their number (a sampler, a ``range``, a list)."""
+
+    def __iter__(self) -> Iterator[int]: ...
+
+    def __len__(self) -> int: ...
+
+
+class _BatchSampler(Protocol):
+    """Batches of dataset indices, with their number."""
+
+    def __iter__(self) -> Iterator[Sequence[int]]: ...
+
+    def __len__(self) -> int: ...
+
+
+#: Merges a list of samples into a batch.
+_Collate = Callable[[list[Any]], Any]
+
+
 # Samplers ------------------------------------------------------------------
 
 class AbstractBaseSampler:
     """Base class of samplers: an iterable of dataset indices with a length."""
 
-    def __iter__(self):  # pragma: no cover - interface
+    def __iter__(self) -> Iterator[int]:  # pragma: no cover - interface
         """The indices."""
         raise NotImplementedError
 
-    def __len__(self):  # pragma: no cover - interface
+    def __len__(self) -> int:  # pragma: no cover - interface
         """The number of indices."""
         raise NotImplementedError
 
@@ -66,14 +101,14 @@ class SequentialSampler(AbstractBaseSampler):
         data_source: the dataset (only its length is used).
     """
 
-    def __init__(self, data_source):
+    def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         """The indices in order."""
         return iter(range(len(self.data_source)))
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of indices."""
         return len(self.data_source)
 
@@ -86,14 +121,14 @@ class RandomSampler(AbstractBaseSampler):
         data_source: the dataset (only its length is used).
     """
 
-    def __init__(self, data_source):
+    def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         """The indices in a new random order."""
         return iter(np.random.permutation(len(self.data_source)).tolist())
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of indices."""
         return len(self.data_source)
 
@@ -105,14 +140,14 @@ class SubsetRandomSampler(AbstractBaseSampler):
         indices (sequence): the dataset indices to draw from.
     """
 
-    def __init__(self, indices):
+    def __init__(self, indices: Sequence[int]) -> None:
         self.indices = indices
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         """The indices in a new random order."""
         return (self.indices[i] for i in np.random.permutation(len(self.indices)).tolist())
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of indices."""
         return len(self.indices)
 
@@ -130,16 +165,16 @@ class BatchSampler:
         [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     """
 
-    def __init__(self, sampler, batch_size, drop_last):
+    def __init__(self, sampler: _Sampler, batch_size: int, drop_last: bool) -> None:
         if int(batch_size) < 1:
-            raise ValueError(f"batch_size is 1 or more, not {batch_size}")
+            raise InvalidInputError(f"batch_size is 1 or more, not {batch_size}")
         self.sampler = sampler
         self.batch_size = int(batch_size)
         self.drop_last = drop_last
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         """The batches: lists of indices."""
-        batch = []
+        batch: list[int] = []
         for idx in self.sampler:
             batch.append(idx)
             if len(batch) == self.batch_size:
@@ -148,7 +183,7 @@ class BatchSampler:
         if batch and not self.drop_last:
             yield batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of batches."""
         if self.drop_last:
             return len(self.sampler) // self.batch_size
@@ -157,7 +192,7 @@ class BatchSampler:
 
 # Collation -----------------------------------------------------------------
 
-def default_collate(batch):
+def default_collate(batch: Sequence[Any]) -> Any:
     """Merges a list of samples into a batch: arrays by ``np.stack``, numbers
     into an array, strings into a list, and tuples, lists and dicts field by
     field (``[(frames, label), ...]`` gives ``[frames_batch, labels]``)."""
@@ -172,24 +207,25 @@ def default_collate(batch):
         return {key: default_collate([sample[key] for sample in batch]) for key in elem}
     if isinstance(elem, Sequence):
         if any(len(sample) != len(elem) for sample in batch):
-            raise ValueError("every sample of a batch must have the same number of fields")
+            raise InvalidInputError("every sample of a batch must have the same number of fields")
         return [default_collate(list(field)) for field in zip(*batch)]
-    raise TypeError(f"cannot collate samples of type {type(elem).__name__}")
+    raise GulpTypeError(f"cannot collate samples of type {type(elem).__name__}")
 
 
 # Workers -------------------------------------------------------------------
 
-_worker = None  # (dataset, collate_fn) in a worker process
+_worker: Optional[tuple[_Dataset, _Collate]] = None  # in a worker process
 
 
-def _worker_init(dataset, collate_fn):
+def _worker_init(dataset: _Dataset, collate_fn: _Collate) -> None:
     global _worker
     _worker = (dataset, collate_fn)
 
 
-def _worker_batch(seed, indices):
+def _worker_batch(seed: int, indices: list[int]) -> Any:
     random.seed(seed)
     np.random.seed(seed)
+    assert _worker is not None, "set by _worker_init"
     dataset, collate_fn = _worker
     return collate_fn([dataset[i] for i in indices])
 
@@ -197,15 +233,15 @@ def _worker_batch(seed, indices):
 class _LoaderIter:
     """One pass over a DataLoader (``len()`` is its number of batches)."""
 
-    def __init__(self, loader):
+    def __init__(self, loader: DataLoader) -> None:
         self._dataset = loader.dataset
         self._collate_fn = loader.collate_fn
         self._batches = iter(loader.batch_sampler)
         self._length = len(loader.batch_sampler)
-        self._pool = None
+        self._pool: Optional[ProcessPoolExecutor] = None
         self._done = False
         if loader.num_workers > 0:
-            self._pending = deque()
+            self._pending: deque[Future[Any]] = deque()
             self._sent = 0
             self._seed = int(np.random.randint(0, 2**31 - 1))
             self._pool = ProcessPoolExecutor(
@@ -216,21 +252,21 @@ class _LoaderIter:
             for _ in range(2 * loader.num_workers):
                 self._send()
 
-    def _send(self):
+    def _send(self) -> None:
         indices = next(self._batches, None)
-        if indices is None:
+        if indices is None or self._pool is None:
             return
         seed = np.random.SeedSequence([self._seed, self._sent]).generate_state(1)[0]
         self._pending.append(self._pool.submit(_worker_batch, int(seed), list(indices)))
         self._sent += 1
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
-    def __iter__(self):
+    def __iter__(self) -> _LoaderIter:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:
         if self._done:
             raise StopIteration
         if self._pool is None:
@@ -258,7 +294,7 @@ class _LoaderIter:
         self._send()
         return batch
 
-    def close(self):
+    def close(self) -> None:
         """Stops the workers; the iteration ends."""
         self._done = True
         pool, self._pool = self._pool, None
@@ -267,14 +303,14 @@ class _LoaderIter:
             # Queued batches are cancelled; a worker exits after its batch.
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 
-    def __getstate__(self):
-        raise TypeError("a DataLoader iterator cannot be pickled")
+    def __getstate__(self) -> NoReturn:
+        raise GulpTypeError("a DataLoader iterator cannot be pickled")
 
 
 class DataLoader:
@@ -298,17 +334,19 @@ class DataLoader:
             or 'forkserver'; default: multiprocessing's default.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=default_collate, drop_last=False,
-                 multiprocessing_context=None):
+    def __init__(self, dataset: _Dataset, batch_size: int = 1, shuffle: bool = False,
+                 sampler: Optional[_Sampler] = None,
+                 batch_sampler: Optional[_BatchSampler] = None, num_workers: int = 0,
+                 collate_fn: _Collate = default_collate, drop_last: bool = False,
+                 multiprocessing_context: Optional[str] = None) -> None:
         if batch_sampler is not None and (batch_size > 1 or shuffle or sampler is not None
                                           or drop_last):
-            raise ValueError("batch_sampler is mutually exclusive with batch_size, shuffle, "
-                             "sampler and drop_last")
+            raise InvalidInputError("batch_sampler is mutually exclusive with batch_size, "
+                                    "shuffle, sampler and drop_last")
         if sampler is not None and shuffle:
-            raise ValueError("sampler is mutually exclusive with shuffle")
+            raise InvalidInputError("sampler is mutually exclusive with shuffle")
         if int(num_workers) < 0:
-            raise ValueError(f"num_workers is 0 or more, not {num_workers}")
+            raise InvalidInputError(f"num_workers is 0 or more, not {num_workers}")
         self.dataset = dataset
         self.batch_size = batch_size
         self.num_workers = int(num_workers)
@@ -322,10 +360,10 @@ class DataLoader:
         self.sampler = sampler
         self.batch_sampler = batch_sampler
 
-    def __iter__(self):
+    def __iter__(self) -> _LoaderIter:
         """A pass over the dataset: an iterator of batches."""
         return _LoaderIter(self)
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of batches of a pass."""
         return len(self.batch_sampler)

@@ -18,15 +18,26 @@ no copy). The loader decodes on threads of its own: give ``ClipDataset`` to
 iterate over it directly.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Tuple
+
 import torch as _torch
 import torch.utils.data as _data
 
-from .clips import ClipLoader
+from .clips import Batch, ClipLoader
+from .errors import GulpRuntimeError
+
+if TYPE_CHECKING:
+    from ._gulp import _Path
+
+#: ``(frames, labels)``: ``uint8 [B, T, H, W, 3]`` and ``int64 [B]``.
+_Tensors = Tuple[_torch.Tensor, _torch.Tensor]
 
 __all__ = ["ClipDataset", "to_tensors", "tensors"]
 
 
-def to_tensors(batch, pin_memory=False):
+def to_tensors(batch: Batch, pin_memory: bool = False) -> _Tensors:
     """``(frames, labels)`` of a :class:`gulp.Batch` as tensors, without a
     copy (``pin_memory=True`` copies into page-locked memory for
     asynchronous transfers to a GPU)."""
@@ -37,44 +48,44 @@ def to_tensors(batch, pin_memory=False):
     return frames, labels
 
 
-def tensors(loader, pin_memory=False):
+def tensors(loader: ClipLoader, pin_memory: bool = False) -> Iterator[_Tensors]:
     """Iterates over a :class:`gulp.ClipLoader` yielding ``(frames, labels)``
     tensors."""
     for batch in loader:
         yield to_tensors(batch, pin_memory)
 
 
-class ClipDataset(_data.IterableDataset):
+class ClipDataset(_data.IterableDataset[_Tensors]):
     """A :class:`gulp.ClipLoader` as a PyTorch ``IterableDataset`` of
     ``(frames, labels)`` batches; the arguments are ``ClipLoader``'s, plus
     ``pin_memory``. ``len()`` is the number of batches of an epoch;
     ``set_epoch``, ``state_dict`` and ``load_state_dict`` are the
     loader's."""
 
-    def __init__(self, path, pin_memory=False, **options):
+    def __init__(self, path: _Path, pin_memory: bool = False, **options: Any) -> None:
         super().__init__()
         self.loader = ClipLoader(path, **options)
         self.pin_memory = pin_memory
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[_Tensors]:
         info = _data.get_worker_info()
         if info is not None and info.num_workers > 1:
-            raise RuntimeError(
+            raise GulpRuntimeError(
                 "gulp.torch.ClipDataset decodes on threads of its own: use it with "
                 "DataLoader(num_workers=0, batch_size=None), or iterate over it directly")
         return tensors(self.loader, self.pin_memory)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.loader)
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Sets the epoch (shuffle and random draws) of the next pass."""
         self.loader.set_epoch(epoch)
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, int]:
         """The loader's position, to save with a checkpoint."""
         return self.loader.state_dict()
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
         """Resumes the loader from ``state_dict()``."""
         self.loader.load_state_dict(state)

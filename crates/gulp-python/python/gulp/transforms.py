@@ -27,15 +27,23 @@ What differs from v1, where v1 was wrong:
 * transforms return new lists and never modify the list they are given.
 """
 
+from __future__ import annotations
+
+import importlib
 import math
 import numbers
 import random
 from collections.abc import Iterable
+from typing import Any, Callable, Literal, Optional, Sequence, SupportsInt, TypeVar, Union, cast
 
 import numpy as np
+import numpy.typing as npt
+
+from .errors import GulpTypeError, InvalidInputError
 
 try:  # optional: a faster resize for uint8 gray and RGB frames
-    from PIL import Image as _PILImage
+    # (imported by name: Pillow's types would depend on whether it is installed)
+    _PILImage: Any = importlib.import_module("PIL.Image")
 except ImportError:  # pragma: no cover - depends on the environment
     _PILImage = None
 
@@ -86,7 +94,24 @@ BORDER_WRAP = 3
 #: Mirror without the edge, ``dcb|abcd|cba`` (``cv2.BORDER_REFLECT_101``).
 BORDER_REFLECT_101 = 4
 
-_PAD_MODES = {
+_Array = npt.NDArray[Any]
+_Floats = npt.NDArray[np.float64]
+#: A video: a list of frames, or an ``N×H×W×C`` array.
+_Frames = TypeVar("_Frames", list[npt.NDArray[Any]], npt.NDArray[Any])
+#: An int for a square, or a pair.
+_Size = Union[int, Sequence[int]]
+#: An int for every border, or ``(left, top, right, bottom)`` (or a pair).
+_Padding = Union[int, Sequence[int]]
+#: An ``INTER_*`` constant or a name ('bilinear', ...).
+_Interpolation = Union[int, str]
+#: A ``numpy.pad`` mode.
+_PadMode = Literal["constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum",
+                   "reflect", "symmetric", "wrap", "empty"]
+#: A ``BORDER_*`` constant or a ``numpy.pad`` mode.
+_PadMethod = Union[int, _PadMode]
+_Transform = Callable[[Any], Any]
+
+_PAD_MODES: dict[int, _PadMode] = {
     BORDER_CONSTANT: "constant",
     BORDER_REPLICATE: "edge",
     BORDER_REFLECT: "symmetric",
@@ -107,16 +132,16 @@ _PAD_MODES = {
 # other order, and from Pillow-SIMD's (gulpio2's declared dependency), whose
 # vector code rounds the weights otherwise.
 
-def _box_kernel(x):
+def _box_kernel(x: _Floats) -> _Floats:
     return ((x > -0.5) & (x <= 0.5)).astype(np.float64)
 
 
-def _triangle_kernel(x):
+def _triangle_kernel(x: _Floats) -> _Floats:
     x = np.abs(x)
     return np.where(x < 1.0, 1.0 - x, 0.0)
 
 
-def _bicubic_kernel(x):
+def _bicubic_kernel(x: _Floats) -> _Floats:
     a = -0.5
     x = np.abs(x)
     near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1
@@ -124,18 +149,18 @@ def _bicubic_kernel(x):
     return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
 
 
-def _sinc(x):
+def _sinc(x: _Floats) -> _Floats:
     y = x * math.pi
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(x == 0.0, 1.0, np.sin(y) / y)
 
 
-def _lanczos_kernel(x):
+def _lanczos_kernel(x: _Floats) -> _Floats:
     return np.where((x >= -3.0) & (x < 3.0), _sinc(x) * _sinc(x / 3), 0.0)
 
 
 # interpolation -> (kernel, support, Pillow's filter name)
-_FILTERS = {
+_FILTERS: dict[int, tuple[Callable[[_Floats], _Floats], float, str]] = {
     INTER_LINEAR: (_triangle_kernel, 1.0, "BILINEAR"),
     INTER_CUBIC: (_bicubic_kernel, 2.0, "BICUBIC"),
     INTER_AREA: (_box_kernel, 0.5, "BOX"),
@@ -154,20 +179,21 @@ _INTERPOLATION_NAMES = {
 _PRECISION_BITS = 22
 
 
-def _interpolation(value):
+def _interpolation(value: _Interpolation) -> int:
     if isinstance(value, str):
         key = value.lower()
         if key in _INTERPOLATION_NAMES:
             return _INTERPOLATION_NAMES[key]
     elif isinstance(value, numbers.Integral) and (value == INTER_NEAREST or value in _FILTERS):
         return int(value)
-    raise ValueError(
+    raise InvalidInputError(
         f"unknown interpolation {value!r}: use INTER_NEAREST, INTER_LINEAR, INTER_CUBIC, "
         f"INTER_AREA, INTER_LANCZOS4 or one of {sorted(_INTERPOLATION_NAMES)}"
     )
 
 
-def _coefficients(in_size, out_size, kernel, support):
+def _coefficients(in_size: int, out_size: int, kernel: Callable[[_Floats], _Floats],
+                  support: float) -> tuple[npt.NDArray[np.int64], _Floats]:
     """``(first input index, weights[out_size, taps])`` of one axis."""
     scale = in_size / out_size
     filterscale = max(scale, 1.0)
@@ -187,7 +213,8 @@ def _coefficients(in_size, out_size, kernel, support):
     return first, weights / safe[:, None]
 
 
-def _resample_axis(img, axis, out_size, kernel, support):
+def _resample_axis(img: _Array, axis: int, out_size: int, kernel: Callable[[_Floats], _Floats],
+                   support: float) -> _Array:
     in_size = img.shape[axis]
     first, weights = _coefficients(in_size, out_size, kernel, support)
     shape = [1] * img.ndim
@@ -195,6 +222,7 @@ def _resample_axis(img, axis, out_size, kernel, support):
     out_shape = list(img.shape)
     out_shape[axis] = out_size
     fixed = img.dtype == np.uint8
+    acc: _Array
     if fixed:
         # int32 as in Pillow: |sum| < 255 * 1.3 * 2**22 < 2**31 for these kernels
         scaled = weights * (1 << _PRECISION_BITS)
@@ -206,11 +234,11 @@ def _resample_axis(img, axis, out_size, kernel, support):
         index = np.minimum(first + t, in_size - 1)
         acc += np.take(img, index, axis=axis) * weights[:, t].reshape(shape)
     if fixed:
-        return np.clip(acc >> _PRECISION_BITS, 0, 255).astype(np.uint8)
+        acc = np.clip(acc >> _PRECISION_BITS, 0, 255).astype(np.uint8)
     return acc
 
 
-def _nearest_indices(in_size, out_size):
+def _nearest_indices(in_size: int, out_size: int) -> npt.NDArray[np.int64]:
     # Pillow's nearest resize (ImagingScaleAffine): positions are
     # accumulated step by step from the first pixel's center.
     step = in_size / out_size
@@ -220,7 +248,7 @@ def _nearest_indices(in_size, out_size):
     return np.minimum(position.astype(np.int64), in_size - 1)
 
 
-def _resize_numpy(img, width, height, interpolation):
+def _resize_numpy(img: _Array, width: int, height: int, interpolation: int) -> _Array:
     h, w = img.shape[:2]
     if interpolation == INTER_NEAREST:
         rows = _nearest_indices(h, height)
@@ -228,7 +256,7 @@ def _resize_numpy(img, width, height, interpolation):
         return img[rows][:, cols]
     kernel, support, _ = _FILTERS[interpolation]
     dtype = img.dtype
-    out = img if dtype == np.uint8 else img.astype(np.float64)
+    out: _Array = img if dtype == np.uint8 else img.astype(np.float64)
     if width != w:
         out = _resample_axis(out, 1, width, kernel, support)
     if height != h:
@@ -237,13 +265,14 @@ def _resize_numpy(img, width, height, interpolation):
         return out
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
-        return np.clip(np.rint(out), info.min, info.max).astype(dtype)
+        out = np.clip(np.rint(out), info.min, info.max).astype(dtype)
+        return out
     if dtype == np.bool_:
         return out >= 0.5
     return out.astype(dtype, copy=False)
 
 
-def _resize_pillow(img, width, height, interpolation):
+def _resize_pillow(img: _Array, width: int, height: int, interpolation: int) -> _Array:
     single = img.ndim == 3 and img.shape[2] == 1
     source = np.ascontiguousarray(img[:, :, 0] if single else img)
     filters = getattr(_PILImage, "Resampling", _PILImage)  # Pillow < 9.1: module constants
@@ -253,16 +282,17 @@ def _resize_pillow(img, width, height, interpolation):
     return out[:, :, None] if single else out
 
 
-def _resize(img, width, height, interpolation=INTER_LINEAR):
+def _resize(img: _Array, width: int, height: int, interpolation: int = INTER_LINEAR) -> _Array:
     """``img`` resized to ``width × height`` (same dtype and channels)."""
     img = np.asarray(img)
     width, height = int(width), int(height)
     if width < 1 or height < 1:
-        raise ValueError(f"cannot resize to {width}x{height}")
+        raise InvalidInputError(f"cannot resize to {width}x{height}")
     if img.ndim not in (2, 3) or img.shape[0] < 1 or img.shape[1] < 1:
-        raise ValueError(f"expected an HxW or HxWxC image, got shape {img.shape}")
+        raise InvalidInputError(f"expected an HxW or HxWxC image, got shape {img.shape}")
     if img.shape[:2] == (height, width):
-        return img.copy()
+        same: _Array = img.copy()
+        return same
     if (_PILImage is not None and img.dtype == np.uint8
             and (img.ndim == 2 or img.shape[2] in (1, 3))):
         return _resize_pillow(img, width, height, interpolation)
@@ -271,39 +301,41 @@ def _resize(img, width, height, interpolation=INTER_LINEAR):
 
 # Helpers --------------------------------------------------------------------
 
-def _pair(size):
+# (mypy does not know int as a numbers.Number, hence the casts)
+
+def _pair(size: _Size) -> tuple[int, int]:
     """An int ``n`` -> ``(n, n)``; a pair -> ``(int, int)``."""
     if isinstance(size, numbers.Number):
-        return int(size), int(size)
-    first, second = size
+        return int(cast(SupportsInt, size)), int(cast(SupportsInt, size))
+    first, second = cast(Sequence[int], size)
     return int(first), int(second)
 
 
-def _padding(padding):
+def _padding(padding: _Padding) -> tuple[int, int, int, int]:
     """``(left, top, right, bottom)`` of an int or a sequence of 2 or 4."""
     if isinstance(padding, numbers.Number):
-        p = int(padding)
+        p = int(cast(SupportsInt, padding))
         return p, p, p, p
-    padding = [int(p) for p in padding]
+    padding = [int(p) for p in cast(Sequence[int], padding)]
     if len(padding) == 2:
         return padding[0], padding[1], padding[0], padding[1]
     if len(padding) == 4:
-        return tuple(padding)
-    raise ValueError(f"padding is an int or a sequence of 2 or 4 ints, not {padding!r}")
+        return padding[0], padding[1], padding[2], padding[3]
+    raise InvalidInputError(f"padding is an int or a sequence of 2 or 4 ints, not {padding!r}")
 
 
-def _pad_mode(pad_method):
+def _pad_mode(pad_method: _PadMethod) -> _PadMode:
     if isinstance(pad_method, str):
         return pad_method
     try:
         return _PAD_MODES[pad_method]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise InvalidInputError(
             f"unknown pad_method {pad_method!r}: use a BORDER_* constant or a numpy.pad mode"
         ) from None
 
 
-def _pad(img, padding, mode):
+def _pad(img: _Array, padding: tuple[int, int, int, int], mode: _PadMode) -> _Array:
     left, top, right, bottom = padding
     if not (left or top or right or bottom):
         return img
@@ -313,21 +345,22 @@ def _pad(img, padding, mode):
     return np.pad(img, width, mode=mode)
 
 
-def _padded_shape(shape, padding):
+def _padded_shape(shape: tuple[int, ...],
+                  padding: tuple[int, int, int, int]) -> tuple[int, int]:
     left, top, right, bottom = padding
     return shape[0] + top + bottom, shape[1] + left + right
 
 
-def _crop_origin(h, w, th, tw, what):
+def _crop_origin(h: int, w: int, th: int, tw: int, what: str) -> tuple[int, int]:
     """v1's draw of a crop position: ``x`` first, then ``y``."""
     if th > h or tw > w:
-        raise ValueError(f"{what}: a {th}x{tw} crop does not fit in a {h}x{w} image")
+        raise InvalidInputError(f"{what}: a {th}x{tw} crop does not fit in a {h}x{w} image")
     x1 = random.randint(0, w - tw)
     y1 = random.randint(0, h - th)
     return y1, x1
 
 
-def _frames(imgs, function):
+def _frames(imgs: _Frames, function: Callable[[_Array], _Array]) -> _Frames:
     """``function`` on every frame: a list for a sequence, an array for an array."""
     if isinstance(imgs, np.ndarray):
         return np.stack([function(img) for img in imgs]) if len(imgs) else imgs.copy()
@@ -346,10 +379,10 @@ class Compose:
         >>> Compose([Scale(128), CenterCrop(112), UnitNorm()])
     """
 
-    def __init__(self, transforms):
+    def __init__(self, transforms: Sequence[_Transform]) -> None:
         self.transforms = transforms
 
-    def __call__(self, img):
+    def __call__(self, img: Any) -> Any:
         """``img`` through every transform."""
         for t in self.transforms:
             img = t(img)
@@ -371,11 +404,14 @@ class ComposeVideo:
         >>> ComposeVideo([Scale(128)], [RandomCropVideo(112), RandHorFlipVideo()])
     """
 
-    def __init__(self, img_transforms=None, video_transforms=None):
-        self.img_transforms = [] if img_transforms is None else img_transforms
-        self.video_transforms = [] if video_transforms is None else video_transforms
+    def __init__(self, img_transforms: Optional[Sequence[_Transform]] = None,
+                 video_transforms: Optional[Sequence[_Transform]] = None) -> None:
+        self.img_transforms: Sequence[_Transform] = (
+            [] if img_transforms is None else img_transforms)
+        self.video_transforms: Sequence[_Transform] = (
+            [] if video_transforms is None else video_transforms)
 
-    def __call__(self, imgs):
+    def __call__(self, imgs: Any) -> Any:
         """The transformed frames (a new list; ``imgs`` is not modified)."""
         for t in self.img_transforms:
             imgs = _frames(imgs, t)
@@ -390,14 +426,14 @@ class _RandFlipVideo:
     """Flips every frame of a video with probability ``p``: all frames of a
     call or none, so a clip stays one motion."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         self.p = p
 
     @staticmethod
-    def _flip(img):
+    def _flip(img: _Array) -> _Array:
         raise NotImplementedError
 
-    def __call__(self, imgs):
+    def __call__(self, imgs: _Frames) -> _Frames:
         """The frames, all flipped or all unchanged."""
         if random.random() < self.p:
             return _frames(imgs, self._flip)
@@ -412,7 +448,7 @@ class RandHorFlipVideo(_RandFlipVideo):
     """
 
     @staticmethod
-    def _flip(img):
+    def _flip(img: _Array) -> _Array:
         return np.ascontiguousarray(img[:, ::-1])
 
 
@@ -424,7 +460,7 @@ class RandVerFlipVideo(_RandFlipVideo):
     """
 
     @staticmethod
-    def _flip(img):
+    def _flip(img: _Array) -> _Array:
         return np.ascontiguousarray(img[::-1])
 
 
@@ -439,11 +475,11 @@ class Normalize:
         std (sequence): the standard deviation of each channel.
     """
 
-    def __init__(self, mean, std):
-        self.mean = np.array(mean)
-        self.std = np.array(std)
+    def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
+        self.mean: _Array = np.array(mean)
+        self.std: _Array = np.array(std)
 
-    def __call__(self, tensor):
+    def __call__(self, tensor: _Array) -> npt.NDArray[np.floating[Any]]:
         """The normalized image (floating point)."""
         return (tensor - self.mean) / (self.std + 1e-8)
 
@@ -452,9 +488,10 @@ class UnitNorm:
     """Normalizes each image to zero mean and unit standard deviation:
     ``(img - img.mean()) / (img.std() + 1e-8)``."""
 
-    def __call__(self, tensor):
+    def __call__(self, tensor: _Array) -> npt.NDArray[np.floating[Any]]:
         """The normalized image (floating point)."""
-        return (tensor - tensor.mean()) / (tensor.std() + 1e-8)
+        normalized: npt.NDArray[np.floating[Any]] = (tensor - tensor.mean()) / (tensor.std() + 1e-8)
+        return normalized
 
 
 # Crops -----------------------------------------------------------------------
@@ -472,12 +509,12 @@ class CenterCrop:
         interpolation: how to scale up a small image. Default: ``INTER_LINEAR``.
     """
 
-    def __init__(self, size, interpolation=INTER_LINEAR):
+    def __init__(self, size: _Size, interpolation: _Interpolation = INTER_LINEAR) -> None:
         self.size = _pair(size)
         self.interpolation = _interpolation(interpolation)
         self.scale = Scale(self.size[0], self.interpolation)
 
-    def __call__(self, img):
+    def __call__(self, img: _Array) -> _Array:
         """The ``height × width`` center of ``img``."""
         th, tw = self.size
         h, w = img.shape[:2]
@@ -506,13 +543,14 @@ class RandomCrop:
             values) or a ``numpy.pad`` mode. Default: ``BORDER_CONSTANT`` (zeros).
     """
 
-    def __init__(self, size, padding=0, pad_method=BORDER_CONSTANT):
+    def __init__(self, size: _Size, padding: _Padding = 0,
+                 pad_method: _PadMethod = BORDER_CONSTANT) -> None:
         self.size = _pair(size)
         self.padding = padding
         self.pad_method = pad_method
         _padding(padding), _pad_mode(pad_method)  # checked now, read at each call
 
-    def _window(self, shape):
+    def _window(self, shape: tuple[int, ...]) -> Callable[[_Array], _Array]:
         th, tw = self.size
         padding = _padding(self.padding)
         h, w = _padded_shape(shape, padding)
@@ -520,7 +558,7 @@ class RandomCrop:
         mode = _pad_mode(self.pad_method)
         return lambda img: _pad(img, padding, mode)[y1:y1 + th, x1:x1 + tw]
 
-    def __call__(self, img):
+    def __call__(self, img: _Array) -> _Array:
         """A ``height × width`` crop of the padded image."""
         return self._window(img.shape)(img)
 
@@ -537,7 +575,7 @@ class RandomCropVideo(RandomCrop):
             values) or a ``numpy.pad`` mode. Default: ``BORDER_CONSTANT`` (zeros).
     """
 
-    def __call__(self, imgs):
+    def __call__(self, imgs: _Frames) -> _Frames:
         """The frames, cropped alike (frames must share the first one's size)."""
         return _frames(imgs, self._window(imgs[0].shape))
 
@@ -553,12 +591,13 @@ class JitterCrop:
             for every border, or ``(left, top, right, bottom)``. Default: 0.
     """
 
-    def __init__(self, sample_sizes=(256, 224, 192, 168), padding=0):
+    def __init__(self, sample_sizes: Sequence[int] = (256, 224, 192, 168),
+                 padding: _Padding = 0) -> None:
         self.padding = padding
         self.sample_sizes = list(sample_sizes)
         _padding(padding)  # checked now, read at each call
 
-    def _window(self, shape):
+    def _window(self, shape: tuple[int, ...]) -> Callable[[_Array], _Array]:
         sample_w = int(random.choice(self.sample_sizes))
         sample_h = int(random.choice(self.sample_sizes))
         padding = _padding(self.padding)
@@ -566,7 +605,7 @@ class JitterCrop:
         y1, x1 = _crop_origin(h, w, sample_h, sample_w, type(self).__name__)
         return lambda img: _pad(img, padding, "constant")[y1:y1 + sample_h, x1:x1 + sample_w]
 
-    def __call__(self, img):
+    def __call__(self, img: _Array) -> _Array:
         """A crop of the padded image, of a size drawn from ``sample_sizes``."""
         return self._window(img.shape)(img)
 
@@ -582,7 +621,7 @@ class JitterCropVideo(JitterCrop):
             for every border, or ``(left, top, right, bottom)``. Default: 0.
     """
 
-    def __call__(self, imgs):
+    def __call__(self, imgs: _Frames) -> _Frames:
         """The frames, cropped alike (frames must share the first one's size)."""
         return _frames(imgs, self._window(imgs[0].shape))
 
@@ -603,14 +642,14 @@ class Scale:
             Linear, cubic and Lanczos are antialiased when shrinking.
     """
 
-    def __init__(self, size, interpolation=INTER_LINEAR):
+    def __init__(self, size: _Size, interpolation: _Interpolation = INTER_LINEAR) -> None:
         if not (isinstance(size, numbers.Integral)
                 or (isinstance(size, Iterable) and len(size) == 2)):
-            raise TypeError(f"size is an int or a (width, height) pair, not {size!r}")
+            raise GulpTypeError(f"size is an int or a (width, height) pair, not {size!r}")
         self.size = size
         self.interpolation = _interpolation(interpolation)
 
-    def __call__(self, img):
+    def __call__(self, img: _Array) -> _Array:
         """The resized image (same dtype and channels)."""
         h, w = img.shape[:2]
         if isinstance(self.size, numbers.Integral):

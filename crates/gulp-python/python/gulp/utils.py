@@ -6,16 +6,25 @@ bilinear (as gulpio2), computed in Rust. Nothing here needs OpenCV, Pillow
 or the ``sh`` package.
 """
 
+from __future__ import annotations
+
 import os
 import random
 import shutil
 import subprocess
 from contextlib import contextmanager
 from glob import glob
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _gulp
+from ._serializers import json_serializer as json_serializer
+from .errors import GulpError, SelectionTypeError
+
+if TYPE_CHECKING:
+    from ._gulp import _Path, _Selection
 
 __all__ = [
     "_JPEG_WRITE_QUALITY",
@@ -43,28 +52,28 @@ __all__ = [
 _JPEG_WRITE_QUALITY = 90
 
 
-class FFMPEGNotFound(Exception):
+class FFMPEGNotFound(GulpError):
     """ffmpeg is not on the PATH."""
 
-    def __init__(self, message="ffmpeg not found"):
+    def __init__(self, message: str = "ffmpeg not found") -> None:
         super().__init__(message)
 
 
-class ImageNotFound(Exception):
+class ImageNotFound(GulpError):
     """An image file could not be read."""
 
 
-class DuplicateIdException(Exception):
+class DuplicateIdException(GulpError):
     """Every entry to add is already in the directory."""
 
 
-def check_ffmpeg_exists():
+def check_ffmpeg_exists() -> bool:
     """Whether ``ffmpeg`` can be run."""
     return shutil.which("ffmpeg") is not None
 
 
 @contextmanager
-def temp_dir_for_bursting(shm_dir_path="/dev/shm"):
+def temp_dir_for_bursting(shm_dir_path: str = "/dev/shm") -> Iterator[str]:
     """A fresh temporary directory under ``shm_dir_path``, removed afterwards
     (also when the block raises)."""
     hash_str = str(random.getrandbits(128))
@@ -76,13 +85,13 @@ def temp_dir_for_bursting(shm_dir_path="/dev/shm"):
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def img_to_jpeg_bytes(img):
+def img_to_jpeg_bytes(img: npt.NDArray[np.uint8]) -> bytes:
     """A ``uint8`` array (``H×W×3`` RGB or ``H×W`` gray, C-contiguous) as
     JPEG bytes, at ``_JPEG_WRITE_QUALITY``, 4:4:4: gulpio2's bytes."""
     return _gulp.encode_jpeg(img, quality=_JPEG_WRITE_QUALITY)
 
 
-def jpeg_bytes_to_img(jpeg_bytes):
+def jpeg_bytes_to_img(jpeg_bytes: Union[bytes, bytearray, memoryview]) -> npt.NDArray[np.uint8]:
     """JPEG bytes to a ``uint8`` array: ``H×W×3`` RGB, or ``H×W`` for a gray
     JPEG (fast DCT and upsampling, as gulpio2)."""
     if not isinstance(jpeg_bytes, bytes):
@@ -90,7 +99,8 @@ def jpeg_bytes_to_img(jpeg_bytes):
     return _gulp.decode_jpeg(jpeg_bytes)
 
 
-def burst_frames_to_shm(vid_path, temp_burst_dir, frame_rate=None):
+def burst_frames_to_shm(vid_path: str, temp_burst_dir: str,
+                        frame_rate: Optional[float] = None) -> None:
     """Extracts a video's frames as ``%010d.jpg`` files with ffmpeg (``-q:v 1``,
     ``-r frame_rate`` when given), as gulpio2 does. Failures are printed."""
     target_mask = os.path.join(temp_burst_dir, "%010d.jpg")
@@ -106,19 +116,20 @@ def burst_frames_to_shm(vid_path, temp_burst_dir, frame_rate=None):
         print(repr(e))
 
 
-def burst_video_into_frames(vid_path, temp_burst_dir, frame_rate=None):
+def burst_video_into_frames(vid_path: str, temp_burst_dir: str,
+                            frame_rate: Optional[float] = None) -> list[str]:
     """The sorted paths of a video's frames, extracted by ``burst_frames_to_shm``."""
     burst_frames_to_shm(vid_path, temp_burst_dir, frame_rate=frame_rate)
     return find_images_in_folder(temp_burst_dir, formats=["jpg"])
 
 
-def _read_image(path):
+def _read_image(path: _Path) -> npt.NDArray[np.uint8]:
     with open(path, "rb") as f:
         data = f.read()
     return _gulp.decode_image(data)
 
 
-def resize_images(imgs, img_size=-1):
+def resize_images(imgs: Iterable[_Path], img_size: int = -1) -> Iterator[npt.NDArray[np.uint8]]:
     """Yields each image file of ``imgs`` as an array, resized to short edge
     ``img_size`` when it is positive."""
     for img in imgs:
@@ -128,30 +139,29 @@ def resize_images(imgs, img_size=-1):
         yield array
 
 
-def resize_by_short_edge(img, size):
+def resize_by_short_edge(img: Any, size: int) -> npt.NDArray[np.uint8]:
     """Resizes so that the short edge is ``size`` (Pillow's bilinear; squares
     by width; sizes truncated), or returns the array as is if ``size < 1``.
     ``img`` is a path, a PIL image or an array."""
     if isinstance(img, (str, os.PathLike)):
         img = _read_image(img)
-    img = np.asarray(img)
+    array: npt.NDArray[Any] = np.asarray(img)
     if size < 1:
-        return img
-    if img.dtype != np.uint8:
-        img = img.astype(np.uint8)
-    return _gulp.resize(np.ascontiguousarray(img), int(size))
+        return array
+    if array.dtype != np.uint8:
+        array = array.astype(np.uint8)
+    return _gulp.resize(np.ascontiguousarray(array), int(size))
 
 
-def remove_entries_with_duplicate_ids(output_directory, meta_dict):
+def remove_entries_with_duplicate_ids(output_directory: _Path,
+                                      meta_dict: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drops entries of ``meta_dict`` (a list of dicts with ``'id'``) whose id
     repeats an earlier entry or is already in ``output_directory``; raises
     ``DuplicateIdException`` if nothing is left."""
-    from .fileio import GulpDirectory
-
     meta_dict = _remove_duplicates_in_metadict(meta_dict)
-    existing = set()
+    existing: set[str] = set()
     if os.path.isdir(output_directory):
-        existing = set(GulpDirectory(output_directory).ids())
+        existing = set(_gulp.Directory(output_directory).ids())
     kept = []
     for entry in meta_dict:
         if str(entry["id"]) in existing:
@@ -164,7 +174,7 @@ def remove_entries_with_duplicate_ids(output_directory, meta_dict):
     return kept
 
 
-def _remove_duplicates_in_metadict(meta_dict):
+def _remove_duplicates_in_metadict(meta_dict: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen = set()
     kept = []
     for entry in meta_dict:
@@ -176,15 +186,15 @@ def _remove_duplicates_in_metadict(meta_dict):
     return kept
 
 
-def find_images_in_folder(folder, formats=["jpg"]):
+def find_images_in_folder(folder: str, formats: list[str] = ["jpg"]) -> list[str]:
     """The sorted ``folder/*.<fmt>`` files (case-sensitive, not recursive)."""
-    images = []
+    images: list[str] = []
     for format_ in formats:
         images.extend(glob(os.path.join(folder, "*." + format_)))
     return sorted(images)
 
 
-def get_single_video_path(folder_name, format_="mp4"):
+def get_single_video_path(folder_name: str, format_: str = "mp4") -> str:
     """The only ``folder_name/*.<format_>`` file (an ``AssertionError`` if
     there is not exactly one)."""
     video_filenames = glob(os.path.join(folder_name, "*." + format_))
@@ -192,11 +202,24 @@ def get_single_video_path(folder_name, format_="mp4"):
     return video_filenames[0]
 
 
-def __getattr__(name):
-    # fileio's helpers, also reachable from utils (imported lazily: fileio
-    # imports this module).
-    if name in ("calculate_chunk_slices", "extract_input_for_getitem", "json_serializer"):
-        from . import fileio
+def extract_input_for_getitem(
+        element: Union[int, str, Tuple[Any, _Selection]]) -> Tuple[str, _Selection]:
+    """``id`` or ``(id, slice_or_indices)`` to ``(str(id), slice_or_None)``."""
+    if isinstance(element, tuple) and len(element) == 2:
+        id_, slice_ = element
+    elif isinstance(element, (int, str)):
+        id_, slice_ = element, None
+    else:
+        raise SelectionTypeError("Undefined input type! id or (id, slice) expected")
+    id_ = str(id_)
+    return id_, slice_
 
-        return getattr(fileio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
+    """``[slice(i, min(i + k, n)) for i in range(0, n, k)]``; ``k`` and ``n`` > 0."""
+    assert items_per_chunk > 0
+    assert num_items > 0
+    return [
+        slice(i, min(i + items_per_chunk, num_items))
+        for i in range(0, num_items, items_per_chunk)
+    ]
