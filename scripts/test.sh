@@ -21,6 +21,11 @@ scripts/wheel-test.sh
 # Its types: mypy --strict over the package, stubtest against the wheel's
 # native module.
 scripts/typecheck.sh
+# The docs' examples: every Python example runs against the sample
+# directory (the README's first command makes it), every gulp command line
+# parses.
+scripts/sample.sh >/dev/null
+"$root/.venv/bin/python" scripts/check-docs.py sample/gulp
 cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh
