@@ -24,8 +24,13 @@ def test_scale_and_crop(any_dir):
     assert half[0].shape == (60, 80, 3)
     # An int is the least short edge: 3/8 of 120 rows = 45 >= 40.
     assert gd.read("100", [0], scale=40)[0].shape == (45, 60, 3)
-    # A pair is the least (width, height): 5/8 gives 100x75.
-    assert gd.read("100", [0], scale=(100, 50))[0].shape == (75, 100, 3)
+    # min_size is the least (height, width): 5/8 gives 75x100.
+    assert gd.read("100", [0], min_size=(50, 100))[0].shape == (75, 100, 3)
+    # The older (width, height) pair as scale= still works, with a warning.
+    with pytest.warns(DeprecationWarning, match="min_size=\\(height, width\\)"):
+        assert gd.read("100", [0], scale=(100, 50))[0].shape == (75, 100, 3)
+    with pytest.raises(gulp.InvalidInputError):
+        gd.read("100", [0], scale="1/2", min_size=(50, 100))
     # A crop of the full-size frame is exactly that window of the full decode.
     crop = gd.read("100", [1], crop=(16, 8, 64, 48))[0]
     np.testing.assert_array_equal(crop, full[1][8:56, 16:80])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -244,18 +245,33 @@ class GulpDirectory:
     def read(self, id_: object, frames: _Selection = None, *, color: Optional[str] = None,
              scale: Optional[_Scale] = None, crop: Optional[Tuple[int, int, int, int]] = None,
              dct: Optional[str] = None, upsampling: Optional[str] = None, strict: bool = True,
-             codec: Optional[str] = None) -> list[npt.NDArray[np.uint8]]:
+             codec: Optional[str] = None,
+             min_size: Optional[Tuple[int, int]] = None) -> list[npt.NDArray[np.uint8]]:
         """Frames of ``id_`` decoded with options, GIL released.
 
         ``frames``: ``None`` (all), a slice or a list of indices. ``color``:
         'auto' (as stored), 'rgb' or 'gray'. ``scale``: DCT-domain scaling,
-        a fraction '1/2' (n/8), an int (the least short edge) or a
-        ``(width, height)`` least size. ``crop``: ``(x, y, width, height)`` of
-        the scaled frame; only the rows and columns it needs are decoded.
-        ``dct``: 'fast' (gulpio2's) or 'accurate'. ``upsampling``: 'fast' or
-        'smooth'. ``strict=False`` returns the decoder's best image of a
-        damaged frame instead of raising ``DecodeError``.
+        a fraction '1/2' (n/8) or an int (the least short edge).
+        ``min_size``: ``(height, width)``, the least size to scale to (the
+        ``(H, W)`` order of every size in gulp's Python API, as numpy shapes
+        and ``ClipLoader(size=...)``; ``scale=(width, height)`` still works
+        but is deprecated). ``crop``: ``(x, y, width, height)`` of the scaled
+        frame, a box as Pillow gives one; only the rows and columns it needs
+        are decoded. ``dct``: 'fast' (gulpio2's) or 'accurate'.
+        ``upsampling``: 'fast' or 'smooth'. ``strict=False`` returns the
+        decoder's best image of a damaged frame instead of raising
+        ``DecodeError``.
         """
+        if isinstance(scale, tuple):
+            warnings.warn(
+                "read(scale=(width, height)) is deprecated: give min_size=(height, width), "
+                "the (H, W) order of every size in gulp's Python API",
+                DeprecationWarning, stacklevel=2)
+        if min_size is not None:
+            if scale is not None:
+                raise InvalidInputError("give scale or min_size, not both")
+            height, width = min_size
+            scale = (int(width), int(height))
         return self._native.read(
             str(id_), frames, color=color, scale=scale, crop=crop, dct=dct,
             upsampling=upsampling, strict=strict, codec=codec,
