@@ -12,7 +12,7 @@
 //! * `msgpack_meta_sealed/`: those msgpack files without their trailer (the
 //!   target adds it back), plus one with no header (the target builds it);
 //! * `chunk_read/`, `random_ops/`: the gulp-io targets' seeds, defined with
-//!   their checks in `crates/gulp-io/tests/support/fuzz_checks.rs`;
+//!   their checks in `crates/gulp-test-support/src/fuzz_checks/io.rs`;
 //! * `jpeg_decode/`: every JPEG of `fuzz/jpegs/` behind a few option
 //!   prefixes (`jpeg_decode_inputs`). The example first (re)writes the JPEGs
 //!   it encodes itself into `fuzz/jpegs/` (baseline 4:4:4 / 4:2:0 / gray

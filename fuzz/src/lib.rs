@@ -1,17 +1,15 @@
 //! The checks the fuzz targets run on each input, and the helpers that build
-//! sealed msgpack files and seeds. They live beside gulp-format's and
-//! gulp-io's tests, which replay saved fuzz inputs through the very same code.
+//! sealed msgpack files and seeds. They live in the workspace's
+//! `gulp-test-support` crate (`fuzz_checks`, `trailer`), so that gulp-format's
+//! and gulp-io's `fuzz_regressions` tests replay saved inputs through the
+//! very same code.
 
-#[path = "../../crates/gulp-format/tests/support/fuzz_checks.rs"]
-mod fuzz_checks;
-#[path = "../../crates/gulp-io/tests/support/fuzz_checks.rs"]
-mod io_fuzz_checks;
-
-pub use fuzz_checks::*;
-pub use io_fuzz_checks::{
+pub use gulp_test_support::fuzz_checks::format::*;
+pub use gulp_test_support::fuzz_checks::io::{
     JPEG_OPTION_BYTES, check_chunk_read, check_jpeg_decode, check_random_ops, chunk_read_seeds,
     jpeg_decode_inputs, jpeg_options, random_ops_seeds,
 };
+pub use gulp_test_support::trailer::{seal, unseal};
 
 /// The most a single allocation of Rust code may take in the fuzz targets.
 ///

@@ -10,10 +10,8 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::gulp;
-#[path = "../../gulp-ingest/tests/common.rs"]
-mod media;
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
-use media::ffmpeg;
+use gulp_test_support::media::{self, ffmpeg};
 
 fn video(path: &Path, size: &str, seconds: f64) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -4,16 +4,12 @@
 //! measures the peak.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
-
-use counting_alloc::{ONE_AT_A_TIME, peak_during};
-
 use gulp_format::read_meta;
+use gulp_test_support::counting_alloc::{Counting, ONE_AT_A_TIME, peak_during};
+use gulp_test_support::trailer::seal;
 
-#[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // Only the sealing helper is used here.
-mod fuzz_checks;
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 fn header(n_items: u8, n_frames: u8) -> Vec<u8> {
     let mut b = vec![0x95, 0xa8];
@@ -41,7 +37,7 @@ fn nested_claims(depth: usize, filler: usize) -> Vec<u8> {
     content.extend_from_slice(&[0xc4, 0, 0xc0, 0xc6]);
     content.extend_from_slice(&(blob_len as u32).to_be_bytes());
     content.extend_from_slice(&blob);
-    fuzz_checks::seal(content)
+    seal(content)
 }
 
 #[test]

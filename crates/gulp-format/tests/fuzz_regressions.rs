@@ -3,27 +3,20 @@
 //!
 //! Each folder holds inputs for one target: crashes the fuzzer found (kept
 //! after the fix so the bug stays fixed) and seeds of awkward shape. The
-//! checks are the fuzz targets' own, from `support/fuzz_checks.rs`.
+//! checks are the fuzz targets' own, from
+//! `gulp_test_support::fuzz_checks::format`.
 
 // Test code: a panic is a failure with a message.
 #![allow(clippy::unwrap_used)]
 
 use gulp_format::MetaFormat;
-
-#[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // `unseal` and `has_header` serve the seed generator only.
-mod fuzz_checks;
-
-#[path = "../../../tests/support/saved_inputs.rs"]
-mod saved_inputs;
-
-use fuzz_checks::{check_json, check_msgpack, sealed};
-use saved_inputs::inputs;
+use gulp_test_support::fuzz_checks::format::{check_json, check_msgpack, sealed};
+use gulp_test_support::saved_inputs::inputs;
 
 /// Runs `check` on every input of `target`, naming the input that fails.
 fn replay(target: &str, check: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {
     let mut failed = Vec::new();
-    for (path, bytes) in inputs(target) {
+    for (path, bytes) in inputs(env!("CARGO_MANIFEST_DIR"), target) {
         if std::panic::catch_unwind(|| check(&bytes)).is_err() {
             failed.push(path.display().to_string());
         }
@@ -53,7 +46,10 @@ fn regressions_exercise_the_parsers() {
     let json = MetaFormat::Json.serializer();
     let msgpack = MetaFormat::Msgpack.serializer();
     let parsing = |target: &str, parse: &dyn Fn(&[u8]) -> bool| {
-        inputs(target).iter().filter(|(_, b)| parse(b)).count()
+        inputs(env!("CARGO_MANIFEST_DIR"), target)
+            .iter()
+            .filter(|(_, b)| parse(b))
+            .count()
     };
     assert!(parsing("json_meta", &|b| json.read_meta(b).is_ok()) > 0);
     assert!(parsing("msgpack_meta", &|b| msgpack.read_meta(b).is_ok()) > 0);

@@ -7,10 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
 use gulp_format::{ChunkMeta, ErrorKind, MetaData, MetaFormat, Value, read_meta};
-
-#[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // Only the sealing helper and the checks are used here.
-mod fuzz_checks;
+use gulp_test_support::fuzz_checks::format::check_msgpack;
+use gulp_test_support::trailer::seal;
 
 fn msgpack(meta: &ChunkMeta) -> Vec<u8> {
     MetaFormat::Msgpack.serializer().to_vec(meta).unwrap()
@@ -165,7 +163,7 @@ fn one_item(item: &[u8]) -> (Vec<u8>, usize) {
     content.extend_from_slice(&(item.len() as u32).to_be_bytes());
     let at = content.len();
     content.extend_from_slice(item);
-    (fuzz_checks::seal(content), at)
+    (seal(content), at)
 }
 
 /// `one_item` with the item `[meta_data, {}]`.
@@ -209,7 +207,7 @@ fn rejected(file: &[u8], offset: usize, says: &str) {
     assert_eq!(err.offset(), Some(offset as u64), "{msg}");
     assert!(msg.contains(says), "{msg:?} does not say {says:?}");
     // Never a panic, and nothing else disagrees.
-    fuzz_checks::check_msgpack(file);
+    check_msgpack(file);
 }
 
 #[test]
@@ -291,7 +289,7 @@ fn repeated_keys_in_large_maps_are_reported_at_load() {
             got,
             keys[..n].iter().map(String::as_str).collect::<Vec<_>>()
         );
-        fuzz_checks::check_msgpack(&file);
+        check_msgpack(&file);
     }
     // A repeat at each position, against each earlier key: across the switch
     // from comparing keys to a hash set at 16 keys.
@@ -324,7 +322,7 @@ fn repeated_keys_in_large_maps_are_reported_at_load() {
     let list = &meta.get("a").unwrap().meta_data;
     assert_eq!(list[0].as_object().unwrap().len(), 20);
     assert_eq!(list[0].get("k3").unwrap().as_object().unwrap().len(), 18);
-    fuzz_checks::check_msgpack(&file);
+    check_msgpack(&file);
 }
 
 #[test]
@@ -371,7 +369,7 @@ fn nesting_deeper_than_the_limit_is_reported_at_load() {
                     assert!(err.to_string().contains("nested deeper than 1024"), "{err}");
                 }
             }
-            fuzz_checks::check_msgpack(&file);
+            check_msgpack(&file);
         }
     }
 }
@@ -441,7 +439,7 @@ fn other_writers_forms_are_decoded_at_load_and_written_canonically() {
         );
         // Written back in the writer's own form.
         assert_eq!(msgpack(&meta), canonical(&value), "{meta_data:x?}");
-        fuzz_checks::check_msgpack(&file);
+        check_msgpack(&file);
     }
 }
 

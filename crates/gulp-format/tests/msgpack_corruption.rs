@@ -5,10 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
 use gulp_format::{ChunkMeta, ErrorKind, MetaFormat, Value, read_meta};
-
-#[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // Only the sealing helpers and check_msgpack are used here.
-mod fuzz_checks;
+use gulp_test_support::fuzz_checks::format::check_msgpack;
+use gulp_test_support::trailer::{seal, unseal};
 
 /// A realistic meta: the format-description snippet plus checksums,
 /// metalayers and awkward values.
@@ -79,13 +77,13 @@ fn every_single_byte_flip_is_detected() {
 #[test]
 fn every_resealed_single_byte_flip_errors_at_load_or_decodes() {
     let (_, bytes) = real_file();
-    let content = fuzz_checks::unseal(&bytes);
+    let content = unseal(&bytes);
     let (mut loaded, mut rejected) = (0, 0);
     for pos in 0..content.len() {
         for mask in [0x01u8, 0x80, 0xff] {
             let mut damaged = content.to_vec();
             damaged[pos] ^= mask;
-            let sealed = fuzz_checks::seal(damaged);
+            let sealed = seal(damaged);
             match read_meta(&sealed) {
                 Ok(_) => loaded += 1,
                 Err(err) => {
@@ -93,7 +91,7 @@ fn every_resealed_single_byte_flip_errors_at_load_or_decodes() {
                     rejected += 1;
                 }
             }
-            fuzz_checks::check_msgpack(&sealed);
+            check_msgpack(&sealed);
         }
     }
     assert!(
@@ -122,9 +120,9 @@ fn every_truncation_is_an_error() {
 /// Rewrites the header byte at `pos` and re-seals the file with a valid
 /// fingerprint, to test the checks behind the fingerprint.
 fn reseal(bytes: &[u8], pos: usize, value: u8) -> Vec<u8> {
-    let mut content = fuzz_checks::unseal(bytes).to_vec();
+    let mut content = unseal(bytes).to_vec();
     content[pos] = value;
-    fuzz_checks::seal(content)
+    seal(content)
 }
 
 #[test]
@@ -158,7 +156,7 @@ fn empty_chunk_meta_is_small_and_valid() {
 #[test]
 fn a_newer_version_with_a_longer_header_says_unsupported_version() {
     // [ "gulpmeta", 2, <a field v1 does not know>, ... ] sealed correctly.
-    let content = fuzz_checks::seal(b"\x96\xa8gulpmeta\x02\x00\x00\x00\x00\xc0".to_vec());
+    let content = seal(b"\x96\xa8gulpmeta\x02\x00\x00\x00\x00\xc0".to_vec());
     let err = read_meta(&content).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::UnsupportedVersion { version: 2, .. }),

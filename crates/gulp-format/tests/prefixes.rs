@@ -5,10 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
 use gulp_format::{ChunkMeta, ErrorKind, FrameInfo, MetaFormat, Value, read_meta};
-
-#[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // Only the sealing helpers are used here.
-mod fuzz_checks;
+use gulp_test_support::trailer::{seal, unseal};
 
 /// Four items of several frames, one appended twice, with awkward values.
 fn meta() -> ChunkMeta {
@@ -84,9 +81,9 @@ fn every_prefix_of_a_msgpack_meta_is_an_error_saying_truncated() {
 #[test]
 fn every_sealed_prefix_of_msgpack_content_is_an_error() {
     let bytes = MetaFormat::Msgpack.serializer().to_vec(&meta()).unwrap();
-    let content = fuzz_checks::unseal(&bytes);
+    let content = unseal(&bytes);
     for len in 0..content.len() {
-        let file = fuzz_checks::seal(content[..len].to_vec());
+        let file = seal(content[..len].to_vec());
         let err = read_meta(&file).expect_err(&format!("content prefix of {len} bytes accepted"));
         // Past the header, the error is the sections' own, not the trailer's.
         if len > 20 {
@@ -96,5 +93,5 @@ fn every_sealed_prefix_of_msgpack_content_is_an_error() {
             );
         }
     }
-    assert!(read_meta(&fuzz_checks::seal(content.to_vec())).is_ok());
+    assert!(read_meta(&seal(content.to_vec())).is_ok());
 }

@@ -5,14 +5,11 @@
 
 mod common;
 
-#[path = "support/fuzz_checks.rs"]
-#[allow(dead_code)] // only check_index and seal are used here
-mod fuzz_checks;
-
 use std::path::{Path, PathBuf};
 
-use fuzz_checks::check_index;
 use gulp_format::{ErrorKind, MetaFormat, read_index, read_meta};
+use gulp_test_support::fuzz_checks::format::check_index;
+use gulp_test_support::trailer::seal;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
@@ -322,7 +319,7 @@ fn msgpack_repeated_id_is_rejected() {
     let mut content = b"\x95\xa8gulpmeta\x01\x00\x02\x00".to_vec();
     content.extend_from_slice(b"\x92\x93\xa1a\x00\x03\x93\xa1a\x00\x03");
     content.extend_from_slice(b"\xc4\x00\xc0\xc4\x06\x92\x90\x80\x92\x90\x80");
-    let bytes = fuzz_checks::seal(content);
+    let bytes = seal(content);
     let err = read_index(&bytes).unwrap_err();
     assert!(err.to_string().contains("id appears twice"), "{err}");
     assert!(read_meta(&bytes).is_err());
@@ -360,7 +357,7 @@ fn fixtures_and_seeds() {
         let bytes = std::fs::read(path).unwrap();
         let full = read_meta(&bytes);
         if path.extension().is_some_and(|e| e == "content") {
-            let sealed = fuzz_checks::seal(bytes.clone());
+            let sealed = seal(bytes.clone());
             check(&sealed);
         }
         check(&bytes);

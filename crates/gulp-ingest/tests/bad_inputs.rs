@@ -16,8 +16,6 @@
 //! --nocapture` prints what each case actually gives.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -25,11 +23,8 @@ use std::path::{Path, PathBuf};
 use gulp_ingest::adapters::Dataset;
 use gulp_ingest::{Error, FrameOptions, IngestOptions, ingest};
 use gulp_io::GulpDirectory;
-
-#[path = "../../../tests/support/bad_manifest.rs"]
-mod bad_manifest;
-
-use bad_manifest::{Expectation, corpus_dir, expectations, files_under};
+use gulp_test_support::bad_manifest::{Expectation, corpus_dir, expectations, files_under};
+use gulp_test_support::media;
 
 /// Files of `ingest/` that are not cases.
 const NOT_CASES: &[&str] = &["ingest/make.sh"];
@@ -75,9 +70,9 @@ struct Good {
 fn good_media(root: &Path) -> Good {
     let video = root.join("good-video");
     fs::create_dir_all(&video).unwrap();
-    common::test_video(&video.join("good.mp4"), "32x24", 10, 0.5);
+    media::test_video(&video.join("good.mp4"), "32x24", 10, 0.5);
     let frames = root.join("good-frames");
-    common::jpeg_folder(&frames, "32x24", 2);
+    media::jpeg_folder(&frames, "32x24", 2);
     Good { video, frames }
 }
 
@@ -178,7 +173,7 @@ fn run_item_case(case_dir: &Path, frames: bool, good: &Good, work: &Path) -> Out
             out.problems
                 .push(format!("{} items written, expected 2", report.items));
         }
-        let leftovers: Vec<String> = common::names(&output)
+        let leftovers: Vec<String> = media::names(&output)
             .into_iter()
             .filter(|n| n.starts_with(".gulp-tmp"))
             .collect();

@@ -2,8 +2,6 @@
 //! pass-through, broken inputs, strict mode, memory spill.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
@@ -13,6 +11,7 @@ use gulp_ingest::{
     ingest,
 };
 use gulp_io::{GulpDirectory, Selection};
+use gulp_test_support::media;
 
 /// A mixed 20BN-CSV-JPEG dataset: `n` folders of test-pattern JPEGs.
 fn jpeg_dataset(root: &Path, n: usize) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -20,7 +19,7 @@ fn jpeg_dataset(root: &Path, n: usize) -> (std::path::PathBuf, std::path::PathBu
     let mut csv = String::new();
     for i in 0..n {
         let size = ["96x64", "64x96", "80x80", "120x90"][i % 4];
-        common::jpeg_folder(&frames.join(format!("clip{i}")), size, 3 + (i % 3) as u32);
+        media::jpeg_folder(&frames.join(format!("clip{i}")), size, 3 + (i % 3) as u32);
         csv.push_str(&format!("clip{i};label {}\n", i % 3));
     }
     let list = root.join("list.csv");
@@ -51,7 +50,7 @@ fn output_is_identical_for_any_number_of_workers() {
     for i in 0..4 {
         let d = videos.join(format!("v{i}"));
         fs::create_dir_all(&d).unwrap();
-        common::test_video(&d.join("v.mp4"), ["128x72", "72x128"][i % 2], 16, 1.5);
+        media::test_video(&d.join("v.mp4"), ["128x72", "72x128"][i % 2], 16, 1.5);
         json.push(format!(
             "{{\"id\": \"v{i}\", \"template\": \"t{}\"}}",
             i % 2
@@ -69,7 +68,7 @@ fn output_is_identical_for_any_number_of_workers() {
         let d = Dataset::twenty_bn_json(&json_path, &videos, &out, "template").unwrap();
         let r = ingest(&d, &out, &opts(workers, Some(48)), &mut |_| {}).unwrap();
         assert_eq!((r.items, r.chunks), (4, vec![4, 5]));
-        results.push(common::dir_contents(&out));
+        results.push(media::dir_contents(&out));
     }
     assert_eq!(results[0].len(), 13); // 6 chunk pairs + label2idx.json
     assert!(
@@ -140,7 +139,7 @@ fn jpeg_frames_without_resize_are_stored_byte_for_byte() {
 fn broken_dataset(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let videos = root.join("videos");
     let good = root.join("good.mp4");
-    common::test_video(&good, "64x48", 10, 1.0);
+    media::test_video(&good, "64x48", 10, 1.0);
     let mk = |id: &str| {
         let d = videos.join(id);
         fs::create_dir_all(&d).unwrap();
@@ -156,7 +155,7 @@ fn broken_dataset(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     )
     .unwrap();
     mk("empty");
-    common::ffmpeg(&[
+    media::ffmpeg(&[
         "-f",
         "lavfi",
         "-i",
@@ -182,7 +181,7 @@ fn broken_dataset(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 }
 
 fn temp_files(dir: &Path) -> Vec<String> {
-    common::names(dir)
+    media::names(dir)
         .into_iter()
         .filter(|n| n.starts_with(".gulp-tmp"))
         .collect()
@@ -476,5 +475,5 @@ fn long_items_spill_and_come_back_identical() {
     let frames = gulp.frames("big1", &Selection::All).unwrap();
     assert_eq!(frames.len(), 700);
     assert!(frames.iter().all(|f| f[..] == big[..]));
-    assert!(common::names(&out).iter().all(|n| !n.starts_with('.')));
+    assert!(media::names(&out).iter().all(|n| !n.starts_with('.')));
 }

@@ -1,8 +1,6 @@
 //! gulpio2's own integration scenario (system_tests.py), with the real ffmpeg.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-mod common;
-
 use std::fs;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -12,6 +10,7 @@ use gulp_ingest::adapters::Dataset;
 use gulp_ingest::yuv::Yuv420;
 use gulp_ingest::{FrameOptions, IngestOptions, Subsampling, ingest, video};
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
+use gulp_test_support::media;
 
 fn videos_json(path: &Path, n: usize) {
     let items: Vec<String> = (0..n)
@@ -31,7 +30,7 @@ fn all_pixels(gulp: &GulpDirectory, id: &str, sel: &str) -> Vec<Vec<u8>> {
 #[test]
 fn gulpio2_integration_scenario() {
     let tmp = tempfile::tempdir().unwrap();
-    let source = common::black_white_video(tmp.path());
+    let source = media::black_white_video(tmp.path());
     let videos = tmp.path().join("videos");
     for i in 0..25 {
         let d = videos.join(i.to_string());
@@ -62,7 +61,7 @@ fn gulpio2_integration_scenario() {
     // The same files as gulpio2 writes; label2idx.json byte-for-byte the
     // same size (302 bytes in gulpio2's test).
     assert_eq!(
-        common::names(&out),
+        media::names(&out),
         [
             "data_0.gulp",
             "data_1.gulp",
@@ -157,11 +156,11 @@ fn gulpio2_integration_scenario() {
 #[test]
 fn frame_count_matches_gulpio2_burst() {
     let tmp = tempfile::tempdir().unwrap();
-    let bw = common::black_white_video(tmp.path());
+    let bw = media::black_white_video(tmp.path());
     let pattern = tmp.path().join("pattern.webm");
-    common::test_video(&pattern, "64x48", 25, 3.3);
+    media::test_video(&pattern, "64x48", 25, 3.3);
     let late = tmp.path().join("late.mp4");
-    common::late_start_video(&late, "64x48", 15, 10.3);
+    media::late_start_video(&late, "64x48", 15, 10.3);
     for (video, rate) in [
         (&late, Some(8.0)),
         (&late, None),
@@ -180,7 +179,7 @@ fn frame_count_matches_gulpio2_burst() {
             args.extend(["-r", r.as_str()]);
         }
         args.extend(["-q:v", "1", "-f", "image2", target.to_str().unwrap()]);
-        common::ffmpeg(&args);
+        media::ffmpeg(&args);
         let bursted = fs::read_dir(burst.path()).unwrap().count();
         let mut decoded = 0;
         video::decode_video(video, rate, None, &mut |_| {
@@ -200,7 +199,7 @@ fn decode_threads_do_not_change_frames() {
     let tmp = tempfile::tempdir().unwrap();
     // H.264 with B-frames, which frame threading decodes out of order.
     let clip = tmp.path().join("clip.mp4");
-    common::ffmpeg(&[
+    media::ffmpeg(&[
         "-f",
         "lavfi",
         "-i",
@@ -252,10 +251,10 @@ fn video_frames_keep_their_colours() {
         fs::create_dir_all(videos.join(id)).unwrap();
         let path = videos.join(id).join(name);
         if id == "bw" {
-            let made = common::black_white_video(tmp.path());
+            let made = media::black_white_video(tmp.path());
             fs::copy(made, &path).unwrap();
         } else {
-            common::test_video(&path, "160x120", 25, 2.0);
+            media::test_video(&path, "160x120", 25, 2.0);
         }
     }
     let json = tmp.path().join("videos.json");
@@ -266,7 +265,7 @@ fn video_frames_keep_their_colours() {
     .unwrap();
     // ffmpeg's own RGB of the same frames (BT.601, as a JPEG decoder reads
     // YCbCr).
-    let reference = common::ffmpeg(&[
+    let reference = media::ffmpeg(&[
         "-i",
         videos.join("pattern/p.mp4").to_str().unwrap(),
         "-r",
@@ -364,18 +363,18 @@ fn decode_batch(
 #[test]
 fn batched_decoding_matches_single() {
     let tmp = tempfile::tempdir().unwrap();
-    let bw = common::black_white_video(tmp.path());
+    let bw = media::black_white_video(tmp.path());
     let pattern = tmp.path().join("pattern.webm");
-    common::test_video(&pattern, "64x48", 25, 3.3);
+    media::test_video(&pattern, "64x48", 25, 3.3);
     let late = tmp.path().join("late.mp4");
-    common::late_start_video(&late, "96x64", 15, 4.0);
+    media::late_start_video(&late, "96x64", 15, 4.0);
     let garbage = tmp.path().join("garbage.mp4");
     fs::write(&garbage, b"not a video at all").unwrap();
     let missing = tmp.path().join("missing.mp4");
     // Frames larger than a batch takes (ffmpeg would hold a decoder's
     // frames of this size for every video of the batch).
     let big = tmp.path().join("big.mp4");
-    common::ffmpeg(&[
+    media::ffmpeg(&[
         "-f",
         "lavfi",
         "-i",
@@ -442,7 +441,7 @@ fn batched_videos_are_decoded_one_after_another() {
     let paths: Vec<PathBuf> = (0..3)
         .map(|i| {
             let path = tmp.path().join(format!("{i}.mp4"));
-            common::test_video(&path, "640x480", 25, 3.0);
+            media::test_video(&path, "640x480", 25, 3.0);
             path
         })
         .collect();
@@ -480,9 +479,9 @@ fn large_and_small_videos_ingest_alike() {
         fs::create_dir_all(videos.join(id)).unwrap();
         let path = videos.join(id).join("v.mp4");
         if id.starts_with("big") {
-            common::test_video(&path, "1296x736", 8, 0.5);
+            media::test_video(&path, "1296x736", 8, 0.5);
         } else {
-            common::test_video(&path, "96x64", 10, 1.0);
+            media::test_video(&path, "96x64", 10, 1.0);
         }
     }
     let json = tmp.path().join("videos.json");

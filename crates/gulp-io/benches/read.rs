@@ -11,17 +11,15 @@
 // criterion's macros and closures generate undocumented items.
 #![allow(missing_docs)]
 
-mod common;
-
 use std::borrow::Cow;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::Spec;
 use criterion::{Criterion, SamplingMode, Throughput};
 use gulp_io::gulp_format::MetaFormat;
 use gulp_io::{GulpDirectory, Selection, ZuneDecoder, decode_batch};
+use gulp_test_support::bench_dir::{self, Spec};
 
 /// Frames decoded per iteration of the decode benches.
 const DECODE_BATCH: usize = 512;
@@ -56,7 +54,7 @@ fn directory(name: &str, spec: Spec, small: Spec, jpeg: &[u8], scratch: &Path) -
     } else {
         (scratch.join(name), small)
     };
-    match common::ensure_dir(&dir, &spec, jpeg) {
+    match bench_dir::ensure_dir(&dir, &spec, jpeg) {
         Ok(Some(w)) => eprintln!(
             "made {}: {} items, {} frames, {:.1} MB data, {:.1} MB meta in {:.1} s",
             dir.display(),
@@ -80,7 +78,7 @@ fn reads_and_decode(c: &mut Criterion, scratch: &Path) {
         format: MetaFormat::Json,
     };
     let small = Spec { items: 50, ..spec };
-    let dir = directory("read-2000x8", spec, small, common::PHOTO_JPEG, scratch);
+    let dir = directory("read-2000x8", spec, small, bench_dir::PHOTO_JPEG, scratch);
     let gulp = GulpDirectory::open(&dir).expect("open the read directory");
     let ids: Vec<String> = gulp.ids().map(str::to_owned).collect();
     let n_frames = gulp.n_frames() as u64;
@@ -134,7 +132,7 @@ fn reads_and_decode(c: &mut Criterion, scratch: &Path) {
     let decoder = ZuneDecoder::default();
     for image in decode_batch(&frames, &decoder, 1) {
         let image = image.expect("decode a bench frame");
-        assert_eq!((image.width, image.height), common::PHOTO_SIZE);
+        assert_eq!((image.width, image.height), bench_dir::PHOTO_SIZE);
     }
     let all = std::thread::available_parallelism().map_or(1, usize::from);
     let mut group = c.benchmark_group("decode");
@@ -174,7 +172,7 @@ fn open(c: &mut Criterion, scratch: &Path) {
             ..spec
         };
         let name = format!("open-200k-{format}");
-        let dir = directory(&name, spec, small, common::TINY_JPEG, scratch);
+        let dir = directory(&name, spec, small, bench_dir::TINY_JPEG, scratch);
         let gulp = GulpDirectory::open(&dir).expect("open the directory");
         assert_eq!(
             gulp.len(),

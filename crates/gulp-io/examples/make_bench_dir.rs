@@ -11,15 +11,11 @@
 //! bench uses (`benches/data/photo-176x100.jpg`, 7 kB). `<out_dir>` must not
 //! exist; it is written under `<out_dir>.partial` and renamed when complete.
 
-#[allow(dead_code)] // shared with the benches, which use all of it
-#[path = "../benches/common/mod.rs"]
-mod common;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use common::{BoxError, Spec};
 use gulp_io::gulp_format::MetaFormat;
+use gulp_test_support::bench_dir::{self, BoxError, Spec};
 
 const USAGE: &str = "usage: make_bench_dir <out_dir> [--items N] [--chunks N] \
 [--frames-per-item N] [--meta-format json|msgpack] [--jpeg path]";
@@ -32,7 +28,7 @@ fn parse() -> Result<(PathBuf, Spec, Vec<u8>), BoxError> {
         frames_per_item: 4,
         format: MetaFormat::Json,
     };
-    let mut jpeg = common::PHOTO_JPEG.to_vec();
+    let mut jpeg = bench_dir::PHOTO_JPEG.to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -60,7 +56,8 @@ fn parse() -> Result<(PathBuf, Spec, Vec<u8>), BoxError> {
 
 fn run() -> Result<(), BoxError> {
     let (out, spec, jpeg) = parse()?;
-    let written = common::ensure_dir(&out, &spec, &jpeg)?.ok_or("directory appeared meanwhile")?;
+    let written =
+        bench_dir::ensure_dir(&out, &spec, &jpeg)?.ok_or("directory appeared meanwhile")?;
     println!(
         "{}: {} items, {} chunks, {} frames of {} bytes, {} meta: data {:.1} MB, meta {:.1} MB, written in {:.1} s",
         out.display(),

@@ -4,16 +4,15 @@
 //! allocator measures the peak.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
-
-use counting_alloc::{ONE_AT_A_TIME, peak_during};
-
 use std::path::Path;
 
 use gulp_io::{
     ColorMode, ErrorKind, GulpDirectory, MAX_DECODE_PIXELS, ReadMode, Selection, decode_jpeg,
 };
+use gulp_test_support::counting_alloc::{Counting, ONE_AT_A_TIME, peak_during};
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 /// The 8×8 test JPEG with its frame header claiming `height × width`.
 fn jpeg_claiming(height: u16, width: u16) -> Vec<u8> {

@@ -15,14 +15,8 @@ use gulp_io::{
     ZuneDecoder,
 };
 
-#[path = "../../../tests/support/bad_manifest.rs"]
-mod bad_manifest;
-
-use bad_manifest::{corpus_dir, expectations, files_under};
-
-#[path = "../examples/bad_corpus.rs"]
-#[allow(dead_code)] // `main` serves the example only.
-mod bad_corpus;
+use gulp_test_support::bad_corpus;
+use gulp_test_support::bad_manifest::{corpus_dir, expectations, files_under};
 
 /// Layers this test runs.
 const LAYERS_HERE: &[&str] = &["meta", "chunk", "directory", "decode"];

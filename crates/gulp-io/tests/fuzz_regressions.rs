@@ -6,16 +6,11 @@
 //! the fix so that the bug stays fixed) and inputs of awkward shape.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-#[path = "support/fuzz_checks.rs"]
-mod fuzz_checks;
-#[path = "../../../tests/support/saved_inputs.rs"]
-mod saved_inputs;
-
-use saved_inputs::inputs;
-
-use fuzz_checks::{
-    check_chunk_read, check_jpeg_decode, check_random_ops, chunk_read_seeds, random_ops_seeds,
+use gulp_test_support::fuzz_checks::io::{
+    check_chunk_read, check_jpeg_decode, check_random_ops, chunk_pair, chunk_read_seeds, jpeg_crop,
+    jpeg_decode_inputs, jpeg_options, random_ops_seeds,
 };
+use gulp_test_support::saved_inputs::inputs;
 
 /// Runs `check` on every saved input and seed, naming the ones that fail.
 fn replay(
@@ -24,7 +19,7 @@ fn replay(
     check: impl Fn(&[u8]) + std::panic::RefUnwindSafe,
 ) {
     let mut failed = Vec::new();
-    let saved = inputs(target)
+    let saved = inputs(env!("CARGO_MANIFEST_DIR"), target)
         .into_iter()
         .map(|(path, bytes)| (path.display().to_string(), bytes));
     for (name, bytes) in saved.chain(seeds) {
@@ -75,7 +70,7 @@ fn jpeg_decode_regressions() {
     for name in ["white-8x8", "black-gray-8x8", "noise-24x16"] {
         let path = format!("{}/tests/data/{name}.jpg", env!("CARGO_MANIFEST_DIR"));
         let jpeg = std::fs::read(&path).unwrap();
-        seeds.extend(fuzz_checks::jpeg_decode_inputs(name, &jpeg));
+        seeds.extend(jpeg_decode_inputs(name, &jpeg));
     }
     replay("jpeg_decode", seeds, check_jpeg_decode);
 }
@@ -87,11 +82,11 @@ fn jpeg_decode_seeds_decode() {
     use gulp_io::{Codec, decode_jpeg_into, read_header};
     let mut decoded = std::collections::BTreeSet::new();
     for (_, input) in committed_seeds("jpeg_decode") {
-        let (mut options, crop, jpeg) = fuzz_checks::jpeg_options(&input);
+        let (mut options, crop, jpeg) = jpeg_options(&input);
         let Ok(header) = read_header(jpeg, options.codec) else {
             continue;
         };
-        options.crop = crop.map(|c| fuzz_checks::jpeg_crop(c, header.scaled_size(&options)));
+        options.crop = crop.map(|c| jpeg_crop(c, header.scaled_size(&options)));
         let mut out = vec![0; 1 << 16];
         if decode_jpeg_into(jpeg, &options, &mut out).is_ok() {
             decoded.insert((options.codec == Codec::Zune, options.crop.is_some()));
@@ -110,7 +105,7 @@ fn chunk_read_seeds_exercise_both_outcomes() {
     let mut ok = 0;
     let mut bad = 0;
     for (_, input) in chunk_read_seeds() {
-        let pair = fuzz_checks::chunk_pair(&input);
+        let pair = chunk_pair(&input);
         let meta = gulp_format::read_meta(&pair.meta).unwrap();
         for (_, item) in &meta {
             for fi in &item.frame_info {

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use gulp_format::{ErrorKind as FormatErrorKind, MetaFormat, Value};
 use gulp_io::{ChunkWriter, ErrorKind, GulpDirectory, Selection};
+use gulp_test_support::trailer::{seal, unseal};
 
 /// Chunk 0 (JSON): a, b. Chunk 1 (msgpack): c, d. Chunk 2 (JSON): e.
 fn make(dir: &Path) {
@@ -34,13 +35,7 @@ fn make(dir: &Path) {
 
 /// Rewrites a msgpack meta's trailer for its (changed) content.
 fn reseal(bytes: &mut Vec<u8>) {
-    bytes.truncate(bytes.len() - 15);
-    let crc = crc32fast::hash(bytes);
-    let len = bytes.len() as u64;
-    bytes.extend_from_slice(&[0x92, 0xcf]);
-    bytes.extend_from_slice(&len.to_be_bytes());
-    bytes.push(0xce);
-    bytes.extend_from_slice(&crc.to_be_bytes());
+    *bytes = seal(unseal(bytes).to_vec());
 }
 
 #[test]

@@ -1,7 +1,6 @@
 //! The manifest of the bad-data corpus, `tests/data/bad/expectations.txt`,
 //! read by the tests of gulp-io (`bad_data.rs`) and gulp-ingest
-//! (`bad_inputs.rs`), which include this file with `#[path]`.
-#![allow(dead_code)] // each test uses a part
+//! (`bad_inputs.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,13 +12,20 @@ pub fn corpus_dir() -> PathBuf {
 /// One line of `expectations.txt`: `layer case kind substring...`.
 #[derive(Debug)]
 pub struct Expectation {
+    /// Line number in `expectations.txt`, from 1.
     pub line: usize,
+    /// The layer whose test runs the case (`meta`, `chunk`, `ingest`, ...).
     pub layer: String,
+    /// The file or folder of the case, relative to [`corpus_dir`].
     pub case: String,
+    /// The expected kind of error.
     pub kind: String,
+    /// Text the error message must contain (the rest of the line).
     pub substring: String,
 }
 
+/// Every expectation of `expectations.txt`, in order; blank lines and `#`
+/// comments skipped.
 pub fn expectations() -> Vec<Expectation> {
     let path = corpus_dir().join("expectations.txt");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -1,5 +1,6 @@
-//! Synthetic gulp directories for the benches and `make_bench_dir`: items
-//! shaped like Something-Something's, frames that are real JPEG bytes.
+//! Synthetic gulp directories for gulp-io's `read` bench and its
+//! `make_bench_dir` example: items shaped like Something-Something's, frames
+//! that are real JPEG bytes.
 
 use std::path::Path;
 use std::time::Instant;
@@ -13,13 +14,13 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A 176x100 photo-like JPEG (quality 90, 4:4:4, as gulpio2's writer makes
 /// them): the frame size of Something-Something v1 and Jester.
 /// Made by `scripts/bench_gulpio2_io.py make-jpeg`.
-pub const PHOTO_JPEG: &[u8] = include_bytes!("../data/photo-176x100.jpg");
+pub const PHOTO_JPEG: &[u8] = include_bytes!("../../gulp-io/benches/data/photo-176x100.jpg");
 
 /// Width and height of [`PHOTO_JPEG`].
 pub const PHOTO_SIZE: (usize, usize) = (176, 100);
 
 /// A tiny real JPEG (24x16), for directories where only the meta matters.
-pub const TINY_JPEG: &[u8] = include_bytes!("../../tests/data/noise-24x16.jpg");
+pub const TINY_JPEG: &[u8] = include_bytes!("../../gulp-io/tests/data/noise-24x16.jpg");
 
 /// The shape of a directory to make.
 #[derive(Debug, Clone, Copy)]

@@ -1,13 +1,12 @@
-//! The checks the fuzz targets run on each input, and the helpers that build
-//! sealed msgpack files and seeds.
-//!
-//! One file, used three ways: the fuzz crate (`fuzz/src/lib.rs`) and
-//! gulp-format's `fuzz_regressions` and `msgpack_corruption` tests include it
-//! as a module.
+//! The checks the meta fuzz targets (`json_meta`, `msgpack_meta`,
+//! `msgpack_meta_sealed`) run on each input, and the input shaping of
+//! `msgpack_meta_sealed`.
 
 use gulp_format::{
     ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaData, MetaFormat, read_index, read_meta,
 };
+
+use crate::trailer::seal;
 
 /// `json_meta`: any bytes through the JSON parser. Whatever parses must write
 /// back to JSON that parses to the same meta (and the same bytes again), and
@@ -179,18 +178,6 @@ pub fn check_index(data: &[u8], meta: Option<&ChunkMeta>) {
     }
 }
 
-/// Appends a correct trailer to `content`:
-/// `92 cf <content length u64 BE> ce <crc32 u32 BE>`.
-pub fn seal(mut content: Vec<u8>) -> Vec<u8> {
-    let crc = crc32fast::hash(&content);
-    let len = content.len() as u64;
-    content.extend_from_slice(&[0x92, 0xcf]);
-    content.extend_from_slice(&len.to_be_bytes());
-    content.push(0xce);
-    content.extend_from_slice(&crc.to_be_bytes());
-    content
-}
-
 /// `msgpack_meta_sealed`: turns fuzzer bytes into a msgpack meta file whose
 /// fingerprint is right, so that mutations reach the section parsers behind it.
 ///
@@ -223,10 +210,4 @@ pub fn sealed(data: &[u8]) -> Vec<u8> {
 /// [`MSGPACK_MAGIC`].
 pub fn has_header(data: &[u8]) -> bool {
     data.first().is_some_and(|b| b & 0xf0 == 0x90) && data[1..].starts_with(MSGPACK_MAGIC)
-}
-
-/// The content part of a msgpack meta file: everything before its 15-byte
-/// trailer (the input form of `msgpack_meta_sealed`).
-pub fn unseal(file: &[u8]) -> &[u8] {
-    &file[..file.len().saturating_sub(15)]
 }

@@ -1,10 +1,7 @@
 //! The checks of the gulp-io fuzz targets `chunk_read`, `random_ops` and
 //! `jpeg_decode` (docs/fuzzing.md), and the seeds they start from.
 //!
-//! This file is a module of two crates: the fuzz crate (`fuzz/src/lib.rs`)
-//! and gulp-io's `fuzz_regressions` test, which replays saved inputs from
-//! `tests/data/fuzz-regressions/<target>/` through exactly what the fuzzer
-//! runs. The chunk checks work on real files in a scratch directory under the
+//! The chunk checks work on real files in a scratch directory under the
 //! system temporary directory (or `$GULP_FUZZ_TMP`), removed afterwards; the
 //! JPEG check works in memory.
 
@@ -22,6 +19,8 @@ use gulp_io::{
     ErrorKind, GulpDirectory, MAX_DECODE_PIXELS, ReadMode, Scale, Selection, Upsampling,
     decode_jpeg_into, decode_jpeg_with, read_header,
 };
+
+use crate::trailer::{seal, unseal};
 
 /// A fresh, empty directory, removed on drop.
 pub struct Scratch(PathBuf);
@@ -48,17 +47,6 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// Appends a correct msgpack trailer to `content` (`docs/format.md` §4.6).
-pub fn seal(mut content: Vec<u8>) -> Vec<u8> {
-    let crc = crc32fast::hash(&content);
-    let len = content.len() as u64;
-    content.extend_from_slice(&[0x92, 0xcf]);
-    content.extend_from_slice(&len.to_be_bytes());
-    content.push(0xce);
-    content.extend_from_slice(&crc.to_be_bytes());
-    content
 }
 
 /// Reads fuzzer bytes one at a time; 0 once they run out.
@@ -306,7 +294,7 @@ pub fn chunk_read_seeds() -> Vec<(String, Vec<u8>)> {
     let packed = write(&meta, MetaFormat::Msgpack);
     push("json.raw", 0, &json, &data);
     push("msgpack.raw", 0, &packed, &data);
-    push("msgpack.content", 1, &packed[..packed.len() - 15], &data);
+    push("msgpack.content", 1, unseal(&packed), &data);
     push("empty.raw", 0, b"{}", &[]);
     // Structured: item "i0" with two frames (one past the end of the data),
     // item "i1" with one.
@@ -716,7 +704,7 @@ fn slack(len: usize) -> usize {
 /// A small real JPEG (24 × 16 colour noise), decoded after every failure
 /// and compared with its pixels from a fresh thread: a decoder handle left
 /// in a bad state by the failure would show here.
-const KNOWN_GOOD: &[u8] = include_bytes!("../data/noise-24x16.jpg");
+const KNOWN_GOOD: &[u8] = include_bytes!("../../../gulp-io/tests/data/noise-24x16.jpg");
 
 /// Splits a `jpeg_decode` input into options, crop bytes and the JPEG.
 ///

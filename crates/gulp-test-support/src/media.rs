@@ -1,11 +1,6 @@
-//! Shared helpers for the ingest tests (also included by gulp-cli's
-//! `tests/ingest.rs`): real media made with the real ffmpeg.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::cast_possible_truncation,
-    missing_docs
-)]
+//! Real media made with the real ffmpeg, for the ingest tests of gulp-ingest
+//! and gulp-cli: test-pattern videos, gulpio2's black-and-white video, 20BN
+//! JPEG frame folders; and listings of what a directory holds.
 
 use std::collections::BTreeMap;
 use std::fs;

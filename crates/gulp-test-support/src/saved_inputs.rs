@@ -1,13 +1,15 @@
 //! The saved fuzz inputs of a crate, `tests/data/fuzz-regressions/<target>/`
 //! under its manifest directory, for the regression replays of gulp-format
-//! and gulp-io (`fuzz_regressions.rs`, which include this file with `#[path]`).
+//! and gulp-io (`fuzz_regressions.rs`).
 
 use std::path::{Path, PathBuf};
 
-/// The saved inputs of one target, sorted; fails if the folder is missing or
-/// empty, so that a moved folder cannot turn this test into a no-op.
-pub fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The saved inputs of one target of the crate at `manifest_dir` (the
+/// caller's `env!("CARGO_MANIFEST_DIR")`), sorted; fails if the folder is
+/// missing or empty, so that a moved folder cannot turn a test into a no-op.
+pub fn inputs(manifest_dir: impl AsRef<Path>, target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = manifest_dir
+        .as_ref()
         .join("tests/data/fuzz-regressions")
         .join(target);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -1,0 +1,34 @@
+//! Helpers shared by the tests, benches and examples of the gulp crates and
+//! by the fuzz crate (`fuzz/`), so that each is written once. Not published;
+//! the crates take it as a dev-dependency, the fuzz crate as a dependency.
+//!
+//! | module | what | used by |
+//! |---|---|---|
+//! | [`trailer`] | the 15-byte msgpack meta trailer: [`trailer::seal`], [`trailer::unseal`] | gulp-format and gulp-io tests, [`fuzz_checks`], [`bad_corpus`], `fuzz/examples/seeds.rs` |
+//! | [`fuzz_checks::format`] | the checks of the meta fuzz targets | gulp-format tests (`fuzz_regressions`, `msgpack_corruption`, `lazy_meta_data`, `skim`), `fuzz/` |
+//! | [`fuzz_checks::io`] | the checks and seeds of the gulp-io fuzz targets | gulp-io's `fuzz_regressions`, `fuzz/` |
+//! | [`saved_inputs`] | the saved fuzz inputs of a crate | gulp-format's and gulp-io's `fuzz_regressions` |
+//! | [`counting_alloc`] | a global allocator that records the peak | gulp-format's and gulp-io's `alloc_limits` |
+//! | [`bad_manifest`] | `tests/data/bad/expectations.txt` | gulp-io's `bad_data`, gulp-ingest's `bad_inputs` |
+//! | [`bad_corpus`] | the generated files of `tests/data/bad/` | gulp-io's `bad_data` and `bad_corpus` example |
+//! | [`bench_dir`] | synthetic gulp directories | gulp-io's `read` bench and `make_bench_dir` example |
+//! | [`media`] | videos and JPEG folders made with ffmpeg | gulp-ingest tests, gulp-cli's `ingest` test |
+//!
+//! ```
+//! use gulp_test_support::trailer::{seal, unseal};
+//!
+//! let file = seal(b"content".to_vec());
+//! assert_eq!(unseal(&file), b"content");
+//! ```
+// Test code: a panic is a test failure with a message, and the sizes and
+// numbers it converts are small.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
+pub mod bad_corpus;
+pub mod bad_manifest;
+pub mod bench_dir;
+pub mod counting_alloc;
+pub mod fuzz_checks;
+pub mod media;
+pub mod saved_inputs;
+pub mod trailer;
