@@ -20,6 +20,86 @@ struct Move {
     from: PathBuf,
 }
 
+/// What the merge needs to know of one directory.
+struct Listing {
+    dir: PathBuf,
+    chunks: Vec<u64>,
+    ids: Vec<String>,
+    labels: Option<LabelIndex>,
+}
+
+impl Listing {
+    fn of(dir: &Path, gulp: &GulpDirectory) -> Result<Listing> {
+        Ok(Listing {
+            dir: dir.to_owned(),
+            chunks: gulp.chunks().iter().map(|c| c.chunk).collect(),
+            ids: gulp.ids().map(str::to_owned).collect(),
+            labels: LabelIndex::read(dir)?,
+        })
+    }
+}
+
+/// What a merge does: the chunks to move, and OUT's labels afterwards.
+struct MergePlan {
+    moves: Vec<Move>,
+    labels: LabelIndex,
+}
+
+/// The merge of `sources` into `target`, or why it cannot be: a chunk or an
+/// id in two directories, a label numbered differently, two labels with one
+/// index.
+fn plan(target: Listing, sources: &[Listing]) -> Result<MergePlan> {
+    let mut chunk_owner: BTreeMap<u64, &Path> = target
+        .chunks
+        .iter()
+        .map(|&c| (c, target.dir.as_path()))
+        .collect();
+    let mut id_owner: HashMap<&str, &Path> = target
+        .ids
+        .iter()
+        .map(|id| (id.as_str(), target.dir.as_path()))
+        .collect();
+    let mut labels = target.labels.clone().unwrap_or_default();
+    let mut moves = Vec::new();
+    for source in sources {
+        let dir = source.dir.as_path();
+        for &chunk in &source.chunks {
+            if let Some(other) = chunk_owner.insert(chunk, dir) {
+                bail!(
+                    "chunk {chunk} is in both {} and {}: the shards were not made with the same --shard count and list, or were merged already",
+                    other.display(),
+                    dir.display()
+                );
+            }
+            moves.push(Move {
+                chunk,
+                from: dir.to_owned(),
+            });
+        }
+        for id in &source.ids {
+            if let Some(other) = id_owner.insert(id, dir) {
+                bail!(
+                    "id {id:?} is in both {} and {}",
+                    other.display(),
+                    dir.display()
+                );
+            }
+        }
+        if let Some(theirs) = &source.labels {
+            labels
+                .merge(theirs, &LabelIndex::path(dir))
+                .context("the shards numbered their labels differently")?;
+        }
+    }
+    let mut by_index: HashMap<i64, &str> = HashMap::new();
+    for (label, index) in labels.iter() {
+        if let Some(other) = by_index.insert(index, label) {
+            bail!("labels {other:?} and {label:?} both have index {index}");
+        }
+    }
+    Ok(MergePlan { moves, labels })
+}
+
 pub fn run(args: &MergeArgs) -> Result<Outcome> {
     let out = &args.out;
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
@@ -50,60 +130,25 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
         finished += finish_cut_moves(dir, out)?;
     }
 
-    // Everything is checked before anything moves.
-    let target = GulpDirectory::open(out).with_context(|| format!("opening {}", out.display()))?;
-    refuse_unfinished(out, &target, false)?;
-    let mut chunk_owner: BTreeMap<u64, PathBuf> = target
-        .chunks()
+    // Everything is checked before anything moves: each directory is read
+    // once, then the plan is made from what was read.
+    let target = {
+        let gulp =
+            GulpDirectory::open(out).with_context(|| format!("opening {}", out.display()))?;
+        refuse_unfinished(out, &gulp, false)?;
+        Listing::of(out, &gulp)?
+    };
+    let sources = args
+        .dirs
         .iter()
-        .map(|c| (c.chunk, out.clone()))
-        .collect();
-    let mut id_owner: HashMap<String, PathBuf> = target
-        .ids()
-        .map(|id| (id.to_owned(), out.clone()))
-        .collect();
-    let mut labels = LabelIndex::read(out)?.unwrap_or_default();
-    let mut moves = Vec::new();
-    for dir in &args.dirs {
-        let source =
-            GulpDirectory::open(dir).with_context(|| format!("opening {}", dir.display()))?;
-        refuse_unfinished(dir, &source, true)?;
-        for entry in source.chunks() {
-            if let Some(other) = chunk_owner.insert(entry.chunk, dir.clone()) {
-                bail!(
-                    "chunk {} is in both {} and {}: the shards were not made with the same --shard count and list, or were merged already",
-                    entry.chunk,
-                    other.display(),
-                    dir.display()
-                );
-            }
-            moves.push(Move {
-                chunk: entry.chunk,
-                from: dir.clone(),
-            });
-        }
-        for id in source.ids() {
-            if let Some(other) = id_owner.insert(id.to_owned(), dir.clone()) {
-                bail!(
-                    "id {id:?} is in both {} and {}",
-                    other.display(),
-                    dir.display()
-                );
-            }
-        }
-        if let Some(theirs) = LabelIndex::read(dir)? {
-            labels
-                .merge(&theirs, &LabelIndex::path(dir))
-                .context("the shards numbered their labels differently")?;
-        }
-    }
-    let mut by_index: HashMap<i64, &str> = HashMap::new();
-    for (label, index) in labels.iter() {
-        if let Some(other) = by_index.insert(index, label) {
-            bail!("labels {other:?} and {label:?} both have index {index}");
-        }
-    }
-    drop(target);
+        .map(|dir| {
+            let source =
+                GulpDirectory::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+            refuse_unfinished(dir, &source, true)?;
+            Listing::of(dir, &source)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let MergePlan { moves, labels } = plan(target, &sources)?;
 
     for m in &moves {
         // Data first, then the meta: the meta is the commit, as in an
@@ -230,4 +275,62 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .with_context(|| format!("syncing {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(dir: &str, chunks: &[u64], ids: &[&str], labels: Option<&str>) -> Listing {
+        Listing {
+            dir: PathBuf::from(dir),
+            chunks: chunks.to_vec(),
+            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            labels: labels
+                .map(|text| LabelIndex::parse(Path::new("l"), text.as_bytes()).expect("labels")),
+        }
+    }
+
+    #[test]
+    fn a_plan_moves_every_source_chunk_and_unites_the_labels() {
+        let out = listing("out", &[0], &["a"], Some(r#"{"x": 0}"#));
+        let sources = [
+            listing("s1", &[1, 3], &["b", "d"], Some(r#"{"x": 0, "y": 1}"#)),
+            listing("s2", &[2], &["c"], None),
+        ];
+        let plan = plan(out, &sources).expect("plan");
+        let moves: Vec<_> = plan
+            .moves
+            .iter()
+            .map(|m| (m.chunk, m.from.to_string_lossy().into_owned()))
+            .collect();
+        assert_eq!(
+            moves,
+            [(1, "s1".into()), (3, "s1".into()), (2, "s2".into())]
+        );
+        assert_eq!(plan.labels.iter().collect::<Vec<_>>(), [("x", 0), ("y", 1)]);
+    }
+
+    #[test]
+    fn a_plan_refuses_what_two_directories_share() {
+        let out = || listing("out", &[0], &["a"], None);
+        let err = |sources: &[Listing]| {
+            plan(out(), sources)
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default()
+        };
+        assert!(err(&[listing("s", &[0], &["b"], None)]).contains("chunk 0 is in both out and s"));
+        assert!(err(&[listing("s", &[1], &["a"], None)]).contains("id \"a\" is in both out and s"));
+        let labels = [
+            listing("s1", &[1], &["b"], Some(r#"{"x": 0}"#)),
+            listing("s2", &[2], &["c"], Some(r#"{"x": 1}"#)),
+        ];
+        assert!(err(&labels).contains("numbered their labels differently"));
+        let shared = [
+            listing("s1", &[1], &["b"], Some(r#"{"x": 0}"#)),
+            listing("s2", &[2], &["c"], Some(r#"{"y": 0}"#)),
+        ];
+        assert!(err(&shared).contains("both have index 0"));
+    }
 }
