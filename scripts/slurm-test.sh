@@ -121,6 +121,35 @@ same "$state/auto"
 log "4-task array of scripts/slurm/gulp-ingest.sbatch (--shard auto): identical to one run"
 "$GULP" status "$state/auto" --shards 4 >/dev/null
 
+# Tasks 1 and 3 of a --shard auto array fail; `gulp status` names them and
+# the re-submission; `sbatch --array=1,3` of the same script finishes the
+# run (the task is SLURM_ARRAY_TASK_ID, the count the run's plan).
+cat >"$state/flaky.sbatch" <<SCRIPT
+#!/bin/bash
+#SBATCH --cpus-per-task=1
+if [ -e "$state/fail-\$SLURM_ARRAY_TASK_ID" ]; then
+    echo "task \$SLURM_ARRAY_TASK_ID fails on purpose" >&2
+    exit 1
+fi
+exec "$root/scripts/slurm/gulp-ingest.sbatch" "\$@"
+SCRIPT
+chmod +x "$state/flaky.sbatch"
+touch "$state/fail-1" "$state/fail-3"
+flaky=(20bn-csv-jpeg "$data/list.csv" "$data/frames" "$state/resubmit" "${opts[@]}" --num-workers 1)
+if sbatch --wait --quiet --array=0-3 --output="$state/flaky-%a.log" "$state/flaky.sbatch" "${flaky[@]}"; then
+    log "FAIL: the array with two failing tasks succeeded"
+    exit 1
+fi
+status_out="$("$GULP" status "$state/resubmit" || true)"
+grep -q "sbatch --array=1,3 " <<<"$status_out" ||
+    { printf '%s\n' "$status_out" >&2; log "FAIL: gulp status does not give the re-submission"; exit 1; }
+rm -f "$state/fail-1" "$state/fail-3"
+sbatch --wait --quiet --array=1,3 --output="$state/again-%a.log" "$state/flaky.sbatch" "${flaky[@]}" ||
+    { cat "$state"/again-*.log >&2; exit 1; }
+same "$state/resubmit"
+"$GULP" status "$state/resubmit" --shards 4 >/dev/null
+log "tasks 1 and 3 failed, gulp status said sbatch --array=1,3, the re-submission finished the run: identical to one run"
+
 py="$root/.venv/bin/python"
 if [ -x "$py" ]; then
     "$py" - "$state/auto" <<'PY'

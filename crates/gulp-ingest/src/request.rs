@@ -5,14 +5,14 @@
 //! and the rules the options follow live here once.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::adapters::Dataset;
 use crate::error::{Error, Result};
 use crate::frames::Subsampling;
 use crate::pipeline::IngestOptions;
-use crate::shard::Shard;
+use crate::shard::{Plan, Shard};
 
 /// The built-in adapters: one per input layout of gulpio2's scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,12 +133,14 @@ impl FromStr for Subsampling {
 }
 
 impl Shard {
-    /// The task of a `--shard` argument: `I/N`, or `auto` (from the
-    /// scheduler's variables, see [`Shard::from_env`], with `count` for an
-    /// Indexed Job).
-    pub fn from_arg(text: &str, count: Option<usize>) -> Result<Shard> {
+    /// The task of a `--shard` argument for a run into `output`: `I/N`, or
+    /// `auto` (from the scheduler's variables, see [`Shard::from_env`],
+    /// with the count of the run under way in `output` if there is one, and
+    /// `count` from `--shard-count`).
+    pub fn from_arg(text: &str, count: Option<usize>, output: &Path) -> Result<Shard> {
         let shard = if text == "auto" {
-            Shard::from_env(|k| std::env::var(k).ok(), count)
+            let planned = Plan::read(output)?.map(|plan| plan.count);
+            Shard::from_env(|k| std::env::var(k).ok(), count, planned)
         } else {
             Shard::parse(text)
         };
@@ -168,7 +170,7 @@ impl Default for AdapterOptions {
 /// One ingest: which adapter reads what, where it goes, and how.
 ///
 /// ```
-/// use std::path::PathBuf;
+/// use std::path::{Path, PathBuf};
 /// use gulp_ingest::{AdapterKind, IngestRequest};
 /// let request = IngestRequest::new(
 ///     "image-folder".parse::<AdapterKind>()?,

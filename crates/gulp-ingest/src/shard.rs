@@ -54,14 +54,20 @@ impl Shard {
         (index < count).then_some(Shard { index, count })
     }
 
-    /// The task from the scheduler's environment: Slurm's
-    /// `SLURM_ARRAY_TASK_ID` with `SLURM_ARRAY_TASK_COUNT` (or
-    /// `SLURM_ARRAY_TASK_MIN`/`MAX`: task ids `MIN..=MAX`), or Kubernetes'
-    /// `JOB_COMPLETION_INDEX` with `count` or `GULP_SHARD_COUNT` (an
-    /// Indexed Job's `completions`).
+    /// The task from the scheduler's environment, so that a re-submitted
+    /// task is the same task. The index is the scheduler's task index
+    /// itself: Slurm's `SLURM_ARRAY_TASK_ID`, or Kubernetes'
+    /// `JOB_COMPLETION_INDEX`. The count is, in this order: `planned` (the
+    /// count of the run's plan in the output directory, when a run is under
+    /// way), `count` (`--shard-count`, or `GULP_SHARD_COUNT`), or for Slurm
+    /// a whole first array `0..N` (`SLURM_ARRAY_TASK_MIN` 0 and
+    /// `SLURM_ARRAY_TASK_COUNT` = `SLURM_ARRAY_TASK_MAX` + 1). Anything
+    /// else is ambiguous (`sbatch --array=1,3` of a run whose plan is gone,
+    /// an array that does not start at 0) and refused with what to pass.
     pub fn from_env(
         get: impl Fn(&str) -> Option<String>,
         count: Option<usize>,
+        planned: Option<usize>,
     ) -> std::result::Result<Shard, String> {
         let num = |name: &str| -> std::result::Result<Option<usize>, String> {
             get(name)
@@ -72,36 +78,60 @@ impl Shard {
                 })
                 .transpose()
         };
-        if let Some(task) = num("SLURM_ARRAY_TASK_ID")? {
-            let (min, max) = (num("SLURM_ARRAY_TASK_MIN")?, num("SLURM_ARRAY_TASK_MAX")?);
-            let (index, n) = match (count, num("SLURM_ARRAY_TASK_COUNT")?, min, max) {
-                (Some(n), _, min, _) => (task - min.unwrap_or(0).min(task), n),
-                (None, _, Some(min), Some(max)) if max >= min && task >= min => {
-                    (task - min, max - min + 1)
-                }
-                (None, Some(n), _, _) => (task, n),
-                _ => {
-                    return Err(
-                        "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT or SLURM_ARRAY_TASK_MIN/MAX: give --shard I/N"
-                            .into(),
-                    );
-                }
-            };
-            return Shard::new(index, n).ok_or_else(|| {
-                format!("Slurm array task {task} is not one of {n} tasks (array {min:?}..={max:?})")
-            });
-        }
-        if let Some(index) = num("JOB_COMPLETION_INDEX")? {
-            let n = match count {
+        let count = match count {
+            Some(n) => Some(n),
+            None => num("GULP_SHARD_COUNT")?,
+        };
+        let given = match (planned, count) {
+            (Some(p), Some(c)) if p != c => {
+                return Err(format!(
+                    "the run under way in the output directory has {p} tasks, not {c}"
+                ));
+            }
+            (p, c) => p.or(c),
+        };
+        let (task, what, n) = if let Some(task) = num("SLURM_ARRAY_TASK_ID")? {
+            let n = match given {
                 Some(n) => n,
-                None => num("GULP_SHARD_COUNT")?.ok_or(
-                    "JOB_COMPLETION_INDEX is set: give the number of tasks with --shard-count N or GULP_SHARD_COUNT",
-                )?,
+                None => {
+                    let (min, max, total) = (
+                        num("SLURM_ARRAY_TASK_MIN")?,
+                        num("SLURM_ARRAY_TASK_MAX")?,
+                        num("SLURM_ARRAY_TASK_COUNT")?,
+                    );
+                    match (min, max, total) {
+                        (Some(0), Some(max), Some(total)) if total == max + 1 => total,
+                        (Some(0), Some(max), None) => max + 1,
+                        _ => {
+                            let array = match (min, max) {
+                                (Some(a), Some(b)) => format!(" (array {a}..={b}"),
+                                _ => " (array".to_owned(),
+                            };
+                            let tasks = total.map_or(String::new(), |t| format!(", {t} tasks"));
+                            return Err(format!(
+                                "Slurm array task {task}{array}{tasks}) is not part of a whole \
+                                 array 0..N and no run is under way in the output directory, so \
+                                 the number of tasks is unknown: give --shard-count N (or \
+                                 --shard {task}/N); a first run is submitted as --array=0-(N-1)"
+                            ));
+                        }
+                    }
+                }
             };
-            return Shard::new(index, n)
-                .ok_or_else(|| format!("JOB_COMPLETION_INDEX={index} is not below {n} tasks"));
-        }
-        Err("--shard auto: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set".into())
+            (task, "Slurm array task", n)
+        } else if let Some(index) = num("JOB_COMPLETION_INDEX")? {
+            let n = given.ok_or(
+                "JOB_COMPLETION_INDEX is set: give the number of tasks with --shard-count N or GULP_SHARD_COUNT",
+            )?;
+            (index, "JOB_COMPLETION_INDEX", n)
+        } else {
+            return Err("--shard auto: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set".into());
+        };
+        Shard::new(task, n).ok_or_else(|| {
+            format!(
+                "{what} {task} is not one of the {n} tasks 0..{n} of the run (task indices start at 0)"
+            )
+        })
     }
 
     /// Whether chunk `k` is this task's.
@@ -365,37 +395,85 @@ mod tests {
                     .map(|(_, v)| (*v).to_owned())
             }
         };
-        let slurm = env(&[
+        // A first run, --array=0-3: the whole array gives the count.
+        let first = env(&[
             ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_MIN", "0"),
+            ("SLURM_ARRAY_TASK_MAX", "3"),
             ("SLURM_ARRAY_TASK_COUNT", "4"),
         ]);
         assert_eq!(
-            Shard::from_env(slurm, None),
+            Shard::from_env(first, None, None),
             Ok(Shard { index: 2, count: 4 })
         );
-        let slurm1 = env(&[
-            ("SLURM_ARRAY_TASK_ID", "5"),
+        // Re-submitted as --array=1,3: the task is the task id, the count
+        // the plan's.
+        let again = env(&[
+            ("SLURM_ARRAY_TASK_ID", "3"),
             ("SLURM_ARRAY_TASK_MIN", "1"),
-            ("SLURM_ARRAY_TASK_MAX", "8"),
+            ("SLURM_ARRAY_TASK_MAX", "3"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
         ]);
         assert_eq!(
-            Shard::from_env(slurm1, None),
-            Ok(Shard { index: 4, count: 8 })
+            Shard::from_env(again, None, Some(4)),
+            Ok(Shard { index: 3, count: 4 })
         );
+        assert_eq!(
+            Shard::from_env(again, Some(4), None),
+            Ok(Shard { index: 3, count: 4 })
+        );
+        let err = Shard::from_env(again, None, None).expect_err("ambiguous");
+        assert!(
+            err.contains("--shard-count N") && err.contains("array 1..=3"),
+            "{err}"
+        );
+        let err = Shard::from_env(again, Some(5), Some(4)).expect_err("two counts");
+        assert!(err.contains("has 4 tasks, not 5"), "{err}");
+        // --array=17,42 of a 64-task run.
+        let late = env(&[
+            ("SLURM_ARRAY_TASK_ID", "42"),
+            ("SLURM_ARRAY_TASK_MIN", "17"),
+            ("SLURM_ARRAY_TASK_MAX", "42"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+        ]);
+        assert_eq!(
+            Shard::from_env(late, None, Some(64)),
+            Ok(Shard {
+                index: 42,
+                count: 64
+            })
+        );
+        // An array from 1 is refused (task 0 would never run).
+        let one_based = env(&[
+            ("SLURM_ARRAY_TASK_ID", "4"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_MAX", "4"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        assert!(Shard::from_env(one_based, None, None).is_err());
+        let err = Shard::from_env(one_based, Some(4), None).expect_err("4 of 4");
+        assert!(err.contains("start at 0"), "{err}");
         let k8s = env(&[("JOB_COMPLETION_INDEX", "1"), ("GULP_SHARD_COUNT", "3")]);
-        assert_eq!(Shard::from_env(k8s, None), Ok(Shard { index: 1, count: 3 }));
+        assert_eq!(
+            Shard::from_env(k8s, None, None),
+            Ok(Shard { index: 1, count: 3 })
+        );
         let k8s_no_count = env(&[("JOB_COMPLETION_INDEX", "1")]);
         assert!(
-            Shard::from_env(k8s_no_count, None)
+            Shard::from_env(k8s_no_count, None, None)
                 .unwrap_err()
                 .contains("GULP_SHARD_COUNT")
         );
         assert_eq!(
-            Shard::from_env(k8s_no_count, Some(2)),
+            Shard::from_env(k8s_no_count, Some(2), None),
             Ok(Shard { index: 1, count: 2 })
         );
+        assert_eq!(
+            Shard::from_env(k8s_no_count, None, Some(5)),
+            Ok(Shard { index: 1, count: 5 })
+        );
         assert!(
-            Shard::from_env(env(&[]), None)
+            Shard::from_env(env(&[]), None, None)
                 .unwrap_err()
                 .contains("neither")
         );

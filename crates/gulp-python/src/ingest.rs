@@ -83,7 +83,7 @@ pub(crate) fn ingest<'py>(
         shuffle_seed,
         fsync,
         shard: shard
-            .map(|text| Shard::from_arg(text, shard_count))
+            .map(|text| Shard::from_arg(text, shard_count, &output))
             .transpose()
             .map_err(ingest_err)?,
     };

@@ -226,7 +226,7 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
     let shard = args
         .shard
         .as_deref()
-        .map(|text| Shard::from_arg(text, args.shard_count.map(NonZeroUsize::get)))
+        .map(|text| Shard::from_arg(text, args.shard_count.map(NonZeroUsize::get), &output))
         .transpose()?;
     if shard.is_some() && args.shuffle && args.seed.is_none() {
         anyhow::bail!(

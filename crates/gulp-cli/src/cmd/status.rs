@@ -193,11 +193,16 @@ pub fn run(args: &StatusArgs) -> Result<Outcome> {
         }
         if !status.resubmit.is_empty() {
             let list: Vec<String> = status.resubmit.iter().map(usize::to_string).collect();
+            writeln!(out, "to finish, run tasks {} again:", list.join(", "))?;
             writeln!(
                 out,
-                "to finish: run tasks {} again (Slurm: sbatch --array={} ...)",
-                list.join(", "),
-                list.join(",")
+                "  Slurm: sbatch --array={} <the same script and arguments>  (--shard auto takes the task from SLURM_ARRAY_TASK_ID and the count, {shards}, from the run's plan in {})",
+                list.join(","),
+                status.dir
+            )?;
+            writeln!(
+                out,
+                "  Kubernetes: create the Indexed Job again with completions: {shards} (the tasks that are done find their chunks committed and skip them)"
             )?;
         }
     }
