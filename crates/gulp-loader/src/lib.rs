@@ -45,7 +45,9 @@ mod sampling;
 mod transform;
 
 pub use crate::error::{Error, Result};
-pub use crate::loader::{Batch, Batches, Labels, Loader, LoaderOptions, OnError, Skipped, State};
+pub use crate::loader::{
+    Batch, Batches, Labels, Loader, LoaderOptions, OnError, Skipped, State, default_threads,
+};
 pub use crate::order::{Order, Slot};
 pub use crate::rng::Rng;
 pub use crate::sampling::{Placement, Sampling, clip_indices};

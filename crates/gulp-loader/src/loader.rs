@@ -60,8 +60,13 @@ pub struct LoaderOptions {
     /// Training: random clip positions, crops and flips. Otherwise clips
     /// are placed evenly and crops centred.
     pub train: bool,
-    /// Decoding threads; 0 for one per core.
+    /// Decoding threads; 0 for the cores divided among the ranks of this
+    /// node (see [`default_threads`]).
     pub threads: usize,
+    /// Ranks (processes with a loader) on this node, among which the cores
+    /// are divided when `threads` is 0; 0 reads `LOCAL_WORLD_SIZE`
+    /// (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1.
+    pub local_world_size: usize,
     /// Batches in flight per thread (decoded ahead of the consumer).
     pub prefetch: usize,
     /// A clip that fails to decode.
@@ -90,6 +95,7 @@ impl Default for LoaderOptions {
             order: Order::default(),
             train: true,
             threads: 0,
+            local_world_size: 0,
             prefetch: 2,
             on_error: OnError::Raise,
             labels: Labels {
@@ -134,6 +140,10 @@ pub struct Batch {
     pub labels: Vec<i64>,
     /// Item id of each clip.
     pub ids: Vec<String>,
+    /// Position of each clip's item in the epoch's global order (before
+    /// the split between ranks): what makes its random draws, and what
+    /// tells, over all ranks, that each position was served once.
+    pub positions: Vec<usize>,
     /// Frame indices of each clip, `B × T`, row-major.
     pub indices: Vec<usize>,
     /// View of each clip: `clip * crops + crop` (0 with one clip and one
@@ -143,24 +153,55 @@ pub struct Batch {
     pub skipped: Vec<Skipped>,
 }
 
-/// Where iteration resumes: the epoch and the next batch of this rank.
+/// Where iteration resumes: the epoch and the next batch of this rank, and
+/// the global position reached, which any number of ranks can resume from.
+///
+/// Ranks of a synchronous data-parallel job that have each yielded `k`
+/// batches have together served a prefix of the epoch's global order
+/// (rank `r` serves positions `r, r + W, ...`): `position` is that prefix's
+/// length. A state resumes exactly on the same rank of the same world size
+/// (the same batches, the same batch numbers), and on any rank of any world
+/// size from `position`: the rest of the epoch is split between the new
+/// ranks ([`Order::slots_from`]), so that over the epoch every position is
+/// served once, and every clip's random draws are those of its position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
     /// The epoch.
     pub epoch: u64,
-    /// Batches of the epoch already yielded.
+    /// Batches of this rank's share of the epoch already yielded.
     pub batch: usize,
+    /// Where this rank's share of the epoch began in the global order (0,
+    /// or the position an elastic resume started from).
+    pub start: usize,
+    /// The global position reached: the positions before it are served.
+    /// `None` when a batch ended inside an item's clips (several clips or
+    /// crops per item and a batch size that is not a multiple of them):
+    /// such a state resumes on the same rank and world size only.
+    pub position: Option<usize>,
     /// The loader's seed.
     pub seed: u64,
-    /// Rank and world size.
+    /// This rank.
     pub rank: usize,
     /// World size.
     pub world_size: usize,
-    /// Batches per epoch of this rank (a check that the data and options
-    /// are the same).
+    /// Batches of this rank's share of the epoch.
     pub batches: usize,
-    /// Items in the directory (the same check).
+    /// Items in the directory.
     pub items: usize,
+    /// Clips per batch.
+    pub batch_size: usize,
+    /// A fingerprint of the options that shape the epoch and its clips
+    /// (sampling, frames, clips, crops, sizes, drop_last, shuffle, labels,
+    /// decoding); ranks, threads and prefetch are not in it.
+    pub options: u64,
+}
+
+/// The epoch, where this rank's share of it began, and the next batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Cursor {
+    epoch: u64,
+    start: usize,
+    batch: usize,
 }
 
 #[derive(Debug)]
@@ -190,7 +231,7 @@ struct Inner {
 #[derive(Debug)]
 pub struct Loader {
     inner: Arc<Inner>,
-    position: Arc<Mutex<(u64, usize)>>,
+    cursor: Arc<Mutex<Cursor>>,
 }
 
 impl Loader {
@@ -234,7 +275,7 @@ impl Loader {
             });
         }
         let threads = if options.threads == 0 {
-            std::thread::available_parallelism().map_or(1, usize::from)
+            default_threads(options.local_world_size, |k| std::env::var(k).ok())
         } else {
             options.threads
         };
@@ -245,7 +286,7 @@ impl Loader {
                 options,
                 threads,
             }),
-            position: Arc::new(Mutex::new((0, 0))),
+            cursor: Arc::new(Mutex::new(Cursor::default())),
         })
     }
 
@@ -275,15 +316,25 @@ impl Loader {
         o.clips * o.spatial.crop.views()
     }
 
-    /// Clips of this rank per epoch.
+    /// Clips of this rank in the current epoch.
     pub fn samples(&self) -> usize {
-        self.inner.options.order.per_rank(self.inner.items.len()) * self.views()
+        self.samples_from(self.cursor().start)
     }
 
-    /// Batches of this rank per epoch.
+    fn samples_from(&self, start: usize) -> usize {
+        let n = self.inner.items.len();
+        self.inner.options.order.per_rank(n.saturating_sub(start)) * self.views()
+    }
+
+    /// Batches of this rank in the current epoch (fewer than usual in an
+    /// epoch resumed on another world size).
     pub fn len(&self) -> usize {
+        self.batches_from(self.cursor().start)
+    }
+
+    fn batches_from(&self, start: usize) -> usize {
         let o = &self.inner.options;
-        o.order.batches(self.samples(), o.batch_size)
+        o.order.batches(self.samples_from(start), o.batch_size)
     }
 
     /// Whether an epoch has no batch.
@@ -293,11 +344,15 @@ impl Loader {
 
     /// The current epoch.
     pub fn epoch(&self) -> u64 {
-        self.position().0
+        self.cursor().epoch
     }
 
-    fn position(&self) -> (u64, usize) {
-        *self.position.lock().unwrap_or_else(PoisonError::into_inner)
+    fn cursor(&self) -> Cursor {
+        *self.cursor.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_cursor(&self, cursor: Cursor) {
+        *self.cursor.lock().unwrap_or_else(PoisonError::into_inner) = cursor;
     }
 
     /// Sets the epoch of the next iteration (its shuffle and draws). Moving
@@ -305,71 +360,144 @@ impl Loader {
     /// epoch keeps the position (so a resumed run's `set_epoch` keeps the
     /// resumed place). A completed pass moves to the next epoch by itself.
     pub fn set_epoch(&mut self, epoch: u64) {
-        let mut pos = self.position.lock().unwrap_or_else(PoisonError::into_inner);
-        if pos.0 != epoch {
-            *pos = (epoch, 0);
+        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        if cursor.epoch != epoch {
+            *cursor = Cursor {
+                epoch,
+                ..Cursor::default()
+            };
         }
+    }
+
+    /// A fingerprint of the options a resumed loader must share (see
+    /// [`State::options`]): FNV-1a over their `Debug` text, which names
+    /// every field and prints floats exactly.
+    fn fingerprint(&self) -> u64 {
+        let o = &self.inner.options;
+        let text = format!(
+            "{:?}",
+            (
+                o.frames,
+                o.sampling,
+                o.step,
+                o.clips,
+                &o.spatial,
+                o.batch_size,
+                (o.order.shuffle, o.order.drop_last),
+                o.train,
+                &o.labels,
+                o.decode,
+            )
+        );
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
     }
 
     /// Where the next iteration starts.
     pub fn state(&self) -> State {
-        let (epoch, batch) = self.position();
-        let o = &self.inner.options.order;
+        let cursor = self.cursor();
+        let o = &self.inner.options;
+        // Synchronous ranks that each yielded `batch` batches served the
+        // global positions before `start + slots * world_size`.
+        let clips = cursor.batch * o.batch_size;
+        let position = clips
+            .is_multiple_of(self.views())
+            .then(|| cursor.start + clips / self.views() * o.order.world_size);
         State {
-            epoch,
-            batch,
-            seed: o.seed,
-            rank: o.rank,
-            world_size: o.world_size,
+            epoch: cursor.epoch,
+            batch: cursor.batch,
+            start: cursor.start,
+            position,
+            seed: o.order.seed,
+            rank: o.order.rank,
+            world_size: o.order.world_size,
             batches: self.len(),
             items: self.items(),
+            batch_size: o.batch_size,
+            options: self.fingerprint(),
         }
     }
 
-    /// Resumes from `state`: the next iteration yields exactly the batches
-    /// that followed it. The state must come from a loader with the same
-    /// seed, ranks and data.
+    /// Resumes from `state`: the next iteration yields exactly what follows
+    /// it. On the rank and world size that saved it, the same batches; on
+    /// another rank or world size, this rank's share of the rest of the
+    /// epoch from `state.position` (see [`State`]). A state of another
+    /// seed, data or options is refused, naming what differs.
     pub fn load_state(&mut self, state: &State) -> Result<()> {
         let now = self.state();
-        let same = (now.seed, now.rank, now.world_size, now.batches, now.items)
-            == (
-                state.seed,
-                state.rank,
-                state.world_size,
-                state.batches,
-                state.items,
-            );
-        if !same {
+        let differs = [
+            ("seed", state.seed == now.seed),
+            ("items", state.items == now.items),
+            ("batch_size", state.batch_size == now.batch_size),
+            ("options", state.options == now.options),
+        ];
+        if let Some((what, _)) = differs.iter().find(|(_, same)| !same) {
+            let (theirs, ours) = match *what {
+                "seed" => (state.seed.to_string(), now.seed.to_string()),
+                "items" => (state.items.to_string(), now.items.to_string()),
+                "batch_size" => (state.batch_size.to_string(), now.batch_size.to_string()),
+                _ => (
+                    format!("{:016x}", state.options),
+                    format!("{:016x}", now.options),
+                ),
+            };
             return Err(Error::State(format!(
-                "saved by a loader with seed {}, rank {}/{}, {} batches of {} items; this one has seed {}, rank {}/{}, {} batches of {} items",
-                state.seed,
-                state.rank,
-                state.world_size,
-                state.batches,
-                state.items,
-                now.seed,
-                now.rank,
-                now.world_size,
-                now.batches,
-                now.items
+                "the state's {what} is {theirs}, this loader's {ours} (a state resumes a loader \
+                 with the same seed, data and options; only the rank, the world size and the \
+                 threads may change)"
             )));
         }
-        if state.batch > now.batches {
-            return Err(Error::State(format!(
-                "batch {} is past the end of the epoch ({} batches)",
-                state.batch, now.batches
-            )));
+        if (state.rank, state.world_size) == (now.rank, now.world_size) {
+            let batches = self.batches_from(state.start);
+            if state.batch > batches {
+                return Err(Error::State(format!(
+                    "batch {} is past the end of the epoch ({batches} batches)",
+                    state.batch
+                )));
+            }
+            self.set_cursor(Cursor {
+                epoch: state.epoch,
+                start: state.start,
+                batch: state.batch,
+            });
+            return Ok(());
         }
-        *self.position.lock().unwrap_or_else(PoisonError::into_inner) = (state.epoch, state.batch);
+        let Some(position) = state.position else {
+            return Err(Error::State(format!(
+                "the state of rank {}/{} ended inside an item's {} clips, so it resumes on \
+                 rank {}/{} only",
+                state.rank,
+                state.world_size,
+                self.views(),
+                state.rank,
+                state.world_size
+            )));
+        };
+        // A position at or past the end of the epoch (the ranks served it
+        // all, padding included) resumes at the next epoch.
+        self.set_cursor(if self.batches_from(position) == 0 {
+            Cursor {
+                epoch: state.epoch + 1,
+                ..Cursor::default()
+            }
+        } else {
+            Cursor {
+                epoch: state.epoch,
+                start: position,
+                batch: 0,
+            }
+        });
         Ok(())
     }
 
-    /// The clips of this rank in `epoch`, in order.
-    fn plan(&self, epoch: u64) -> Vec<Sample> {
+    /// The clips of this rank in `epoch` from global position `start`, in
+    /// order.
+    fn plan(&self, epoch: u64, start: usize) -> Vec<Sample> {
         let o = &self.inner.options;
         let crops = o.spatial.crop.views();
         o.order
-            .rank_slots(self.inner.items.len(), epoch)
+            .slots_from(self.inner.items.len(), epoch, start)
             .into_iter()
             .flat_map(|slot| {
                 (0..o.clips)
@@ -383,9 +511,14 @@ impl Loader {
     /// advances the position; after the last one the position is the start
     /// of the next epoch. Dropping the iterator stops the threads.
     pub fn iter(&mut self) -> Batches {
-        let (epoch, start) = self.position();
-        let start = if start >= self.len() { 0 } else { start };
-        let samples = Arc::new(self.plan(epoch));
+        let cursor = self.cursor();
+        let epoch = cursor.epoch;
+        let start = if cursor.batch >= self.len() {
+            0
+        } else {
+            cursor.batch
+        };
+        let samples = Arc::new(self.plan(epoch, cursor.start));
         let inner = Arc::clone(&self.inner);
         let end = self.len();
         let in_flight = (inner.threads * inner.options.prefetch.max(1)).max(1);
@@ -417,8 +550,9 @@ impl Loader {
             })
             .collect();
         let mut batches = Batches {
-            position: Arc::clone(&self.position),
+            cursor: Arc::clone(&self.cursor),
             epoch,
+            share: cursor.start,
             next: start,
             dispatched: start,
             end,
@@ -433,6 +567,26 @@ impl Loader {
         batches.dispatch();
         batches
     }
+}
+
+/// The decoding threads of a loader with `threads = 0`: the cores this
+/// process may use divided among the ranks of the node, at least 1. The
+/// ranks are `local_world_size`, or when it is 0 the launcher's
+/// `LOCAL_WORLD_SIZE` (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1:
+/// 8 ranks on a 64-core node get 8 threads each, not 64.
+pub fn default_threads(local_world_size: usize, env: impl Fn(&str) -> Option<String>) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let from_env = || {
+        ["LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"]
+            .iter()
+            .find_map(|k| env(k)?.trim().parse::<usize>().ok())
+            .filter(|n| *n > 0)
+    };
+    let ranks = match local_world_size {
+        0 => from_env().unwrap_or(1),
+        n => n,
+    };
+    (cores / ranks).max(1)
 }
 
 fn check_options(o: &LoaderOptions) -> Result<()> {
@@ -543,6 +697,7 @@ fn make_batch(
         shape: [0, t, 0, 0, 3],
         labels: Vec::with_capacity(part.len()),
         ids: Vec::with_capacity(part.len()),
+        positions: Vec::with_capacity(part.len()),
         indices: Vec::with_capacity(part.len() * t),
         views: Vec::with_capacity(part.len()),
         skipped: Vec::new(),
@@ -566,6 +721,7 @@ fn make_batch(
             Ok(indices) => {
                 batch.labels.push(item.label);
                 batch.ids.push(item.id.clone());
+                batch.positions.push(sample.slot.position);
                 batch.indices.extend(indices);
                 batch
                     .views
@@ -661,8 +817,10 @@ fn make_clip(
 /// The batches of one pass, in order; see [`Loader::iter`].
 #[derive(Debug)]
 pub struct Batches {
-    position: Arc<Mutex<(u64, usize)>>,
+    cursor: Arc<Mutex<Cursor>>,
     epoch: u64,
+    /// Where this rank's share of the epoch began (the cursor's `start`).
+    share: usize,
     next: usize,
     dispatched: usize,
     end: usize,
@@ -735,13 +893,20 @@ impl Iterator for Batches {
         }
         self.next += 1;
         {
-            let mut pos = self.position.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
             // A set_epoch or load_state during the pass wins.
-            if pos.0 == self.epoch {
-                *pos = if self.next >= self.end {
-                    (self.epoch + 1, 0)
+            if (cursor.epoch, cursor.start) == (self.epoch, self.share) {
+                *cursor = if self.next >= self.end {
+                    Cursor {
+                        epoch: self.epoch + 1,
+                        ..Cursor::default()
+                    }
                 } else {
-                    (self.epoch, self.next)
+                    Cursor {
+                        epoch: self.epoch,
+                        start: self.share,
+                        batch: self.next,
+                    }
                 };
             }
         }
@@ -758,5 +923,27 @@ impl Iterator for Batches {
 impl Drop for Batches {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cores_are_divided_among_the_ranks_of_a_node() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let none = |_: &str| None;
+        assert_eq!(default_threads(0, none), cores);
+        assert_eq!(default_threads(cores, none), 1);
+        assert_eq!(default_threads(cores * 4, none), 1, "at least one");
+        let torchrun = |k: &str| (k == "LOCAL_WORLD_SIZE").then(|| cores.to_string());
+        assert_eq!(default_threads(0, torchrun), 1);
+        let srun = |k: &str| (k == "SLURM_NTASKS_PER_NODE").then(|| "2".to_owned());
+        assert_eq!(default_threads(0, srun), (cores / 2).max(1));
+        // The option wins over the environment; a bad value is ignored.
+        assert_eq!(default_threads(1, torchrun), cores);
+        let bad = |_: &str| Some("x".to_owned());
+        assert_eq!(default_threads(0, bad), cores);
     }
 }

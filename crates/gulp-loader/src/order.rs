@@ -73,13 +73,26 @@ impl Order {
     /// start to a multiple of `world_size`, then every `world_size`-th item
     /// from `rank` on.
     pub fn rank_slots(&self, n: usize, epoch: u64) -> Vec<Slot> {
+        self.slots_from(n, epoch, 0)
+    }
+
+    /// This rank's items of the rest of epoch `epoch` from global position
+    /// `start` on (elastic resume: the positions before `start` were served
+    /// by the ranks of another world size). The rest, positions
+    /// `start..n`, is split as [`Order::rank_slots`] splits a whole epoch:
+    /// cut to a multiple of `world_size` (`drop_last`) or padded by
+    /// repeating the order's start, every `world_size`-th position from
+    /// `start + rank` on. `start = 0` is the whole epoch; for the world size
+    /// that served `start = s * world_size` positions it is the same
+    /// positions as the whole epoch's from slot `s` on.
+    pub fn slots_from(&self, n: usize, epoch: u64, start: usize) -> Vec<Slot> {
         let ws = self.world_size.max(1);
-        let total = self.per_rank(n) * ws;
+        let end = start + self.per_rank(n.saturating_sub(start)) * ws;
         let order = self.permutation(n, epoch);
         if order.is_empty() {
             return Vec::new();
         }
-        (self.rank..total)
+        (start + self.rank..end)
             .step_by(ws)
             .map(|position| Slot {
                 item: order[position % order.len()],

@@ -311,11 +311,140 @@ fn resume_after_k_batches_yields_exactly_the_rest() {
             seed: 7,
             ..options.order
         },
-        ..options
+        ..options.clone()
     };
     let mut wrong = Loader::open(&fx.dir, other).expect("open");
     let err = wrong.load_state(&full.state()).expect_err("another seed");
-    assert!(err.to_string().contains("seed 42"), "{err}");
+    assert!(err.to_string().contains("seed is 42"), "{err}");
+    let other = LoaderOptions {
+        frames: 3,
+        ..options
+    };
+    let mut wrong = Loader::open(&fx.dir, other).expect("open");
+    let err = wrong.load_state(&full.state()).expect_err("other options");
+    assert!(err.to_string().contains("options"), "{err}");
+}
+
+/// Every clip a loader yields, by global position: (id, frame indices,
+/// pixels).
+type Served = std::collections::BTreeMap<usize, Vec<(String, Vec<usize>, Vec<u8>)>>;
+
+fn serve(batches: &[gulp_loader::Batch], served: &mut Served) {
+    for b in batches {
+        let [n, t, h, w, c] = b.shape;
+        let clip = t * h * w * c;
+        for k in 0..n {
+            served.entry(b.positions[k]).or_default().push((
+                b.ids[k].clone(),
+                b.indices[k * t..(k + 1) * t].to_vec(),
+                b.frames[k * clip..(k + 1) * clip].to_vec(),
+            ));
+        }
+    }
+}
+
+#[test]
+fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
+    let fx = fixture();
+    let options = |rank: usize, world_size: usize, drop_last: bool| LoaderOptions {
+        batch_size: 1,
+        order: Order {
+            rank,
+            world_size,
+            drop_last,
+            ..train_options(1).order
+        },
+        ..train_options(1)
+    };
+    for drop_last in [false, true] {
+        // The reference: the whole epoch on one rank, position by position.
+        let mut reference = Served::new();
+        let mut one = Loader::open(&fx.dir, options(0, 1, drop_last)).expect("open");
+        serve(&collect(&mut one), &mut reference);
+        assert_eq!(reference.len(), 10);
+        for resume_on in [2usize, 3, 4] {
+            // 4 ranks yield one batch each (a synchronous step), then save.
+            let mut served = Served::new();
+            let mut states = Vec::new();
+            for rank in 0..4 {
+                let mut loader = Loader::open(&fx.dir, options(rank, 4, drop_last)).expect("open");
+                let first: Vec<_> = loader
+                    .iter()
+                    .take(1)
+                    .collect::<Result<_, _>>()
+                    .expect("batch");
+                serve(&first, &mut served);
+                states.push(loader.state());
+            }
+            assert!(states.iter().all(|s| s.position == Some(4)), "{states:?}");
+            // The job restarts on another number of ranks, each from the
+            // state of some old rank (here rank 0's, and rank 3's).
+            for rank in 0..resume_on {
+                let mut loader =
+                    Loader::open(&fx.dir, options(rank, resume_on, drop_last)).expect("open");
+                loader
+                    .load_state(&states[(rank * 3) % 4])
+                    .expect("elastic resume");
+                serve(&collect(&mut loader), &mut served);
+                assert_eq!(loader.epoch(), 1, "the resumed epoch ends");
+            }
+            // Every position of the order served once, with the clip the
+            // one-rank epoch has there; only padding repeats (positions past
+            // the end) may be added.
+            for (position, clips) in &served {
+                if *position < 10 {
+                    assert_eq!(
+                        clips.len(),
+                        1,
+                        "position {position} served {} times",
+                        clips.len()
+                    );
+                    assert!(
+                        clips[0] == reference[position][0],
+                        "position {position}: another clip than on one rank"
+                    );
+                } else {
+                    assert!(!drop_last, "padding with drop_last");
+                }
+            }
+            // drop_last cuts what remains to a multiple of the new world
+            // size (6 positions remain after 4).
+            let covered = served.keys().filter(|p| **p < 10).count();
+            let expected = if drop_last {
+                4 + 6 / resume_on * resume_on
+            } else {
+                10
+            };
+            assert_eq!(
+                covered, expected,
+                "resumed on {resume_on}, drop_last {drop_last}"
+            );
+            assert!(served.keys().filter(|p| **p < 10).all(|p| *p < expected));
+        }
+    }
+}
+
+#[test]
+fn a_state_inside_an_items_clips_resumes_on_its_own_rank_only() {
+    let fx = fixture();
+    let options = |world_size: usize| LoaderOptions {
+        clips: 2,
+        batch_size: 3,
+        order: Order {
+            world_size,
+            ..eval_options().order
+        },
+        ..eval_options()
+    };
+    let mut loader = Loader::open(&fx.dir, options(2)).expect("open");
+    let _ = loader.iter().next().expect("a batch").expect("decoded");
+    let state = loader.state();
+    assert_eq!(state.position, None); // 3 clips: one item and a half
+    let mut other = Loader::open(&fx.dir, options(3)).expect("open");
+    let err = other.load_state(&state).expect_err("mid-item");
+    assert!(err.to_string().contains("rank 0/2 only"), "{err}");
+    let mut same = Loader::open(&fx.dir, options(2)).expect("open");
+    same.load_state(&state).expect("the same rank and world");
 }
 
 #[test]

@@ -44,7 +44,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (path, *, frames, sampling, step, clips, resize, size, crop, scale, ratio,
         flip, batch_size, shuffle, seed, drop_last, rank, world_size, train, threads, prefetch,
-        on_error, label_key, label_index, dct, codec, strict))]
+        on_error, label_key, label_index, dct, codec, strict, local_world_size = 0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -74,6 +74,7 @@ impl Loader {
         dct: Option<&str>,
         codec: Option<&str>,
         strict: bool,
+        local_world_size: usize,
     ) -> PyResult<Loader> {
         let bad = |what: &str, value: &str, allowed: &str| {
             Class::Invalid.err(format!("{what} must be one of {allowed}, not {value:?}"))
@@ -123,6 +124,7 @@ impl Loader {
             },
             train,
             threads,
+            local_world_size,
             prefetch,
             on_error,
             labels: Labels {
@@ -176,33 +178,53 @@ impl Loader {
         let d = PyDict::new(py);
         d.set_item("epoch", s.epoch)?;
         d.set_item("batch", s.batch)?;
+        d.set_item("start", s.start)?;
+        if let Some(position) = s.position {
+            d.set_item("position", position)?;
+        }
         d.set_item("seed", s.seed)?;
         d.set_item("rank", s.rank)?;
         d.set_item("world_size", s.world_size)?;
         d.set_item("batches", s.batches)?;
         d.set_item("items", s.items)?;
+        d.set_item("batch_size", s.batch_size)?;
+        d.set_item("options", s.options)?;
         Ok(d)
     }
 
     fn load_state_dict(&self, state: &Bound<'_, PyDict>) -> PyResult<()> {
-        let get = |key: &str| -> PyResult<u64> {
-            state
-                .get_item(key)?
-                .ok_or_else(|| Class::Invalid.err(format!("state has no {key:?}")))?
-                .extract::<u64>()
+        let now = lock(&self.inner).state();
+        let get_or = |key: &str, default: Option<u64>| -> PyResult<u64> {
+            match state.get_item(key)? {
+                Some(v) => v.extract::<u64>(),
+                None => default.ok_or_else(|| Class::Invalid.err(format!("state has no {key:?}"))),
+            }
         };
-        let size = |key: &str| -> PyResult<usize> {
-            usize::try_from(get(key)?)
+        let size_or = |key: &str, default: Option<usize>| -> PyResult<usize> {
+            usize::try_from(get_or(key, default.map(|d| d as u64))?)
                 .map_err(|_| Class::Invalid.err(format!("state's {key:?} is too large")))
         };
+        let position = match state.get_item("position")? {
+            Some(v) => Some(
+                usize::try_from(v.extract::<u64>()?)
+                    .map_err(|_| Class::Invalid.err("state's \"position\" is too large"))?,
+            ),
+            None => None,
+        };
+        // A state saved before gulp kept positions: no start (0), and the
+        // options and batch size are those of the same world size's check.
         let state = State {
-            epoch: get("epoch")?,
-            batch: size("batch")?,
-            seed: get("seed")?,
-            rank: size("rank")?,
-            world_size: size("world_size")?,
-            batches: size("batches")?,
-            items: size("items")?,
+            epoch: get_or("epoch", None)?,
+            batch: size_or("batch", None)?,
+            start: size_or("start", Some(0))?,
+            position,
+            seed: get_or("seed", None)?,
+            rank: size_or("rank", None)?,
+            world_size: size_or("world_size", None)?,
+            batches: size_or("batches", None)?,
+            items: size_or("items", None)?,
+            batch_size: size_or("batch_size", Some(now.batch_size))?,
+            options: get_or("options", Some(now.options))?,
         };
         lock(&self.inner).load_state(&state).map_err(loader_err)
     }
@@ -216,7 +238,7 @@ impl Loader {
 }
 
 /// One pass of a loader; `__next__` returns the batch's parts as a tuple
-/// `(frames, labels, ids, indices, views, skipped, index, epoch)`.
+/// `(frames, labels, ids, indices, views, skipped, index, epoch, positions)`.
 #[pyclass(frozen, module = "gulp._gulp")]
 pub(crate) struct BatchIter {
     batches: Mutex<Option<Batches>>,
@@ -258,6 +280,7 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
         shape,
         labels,
         ids,
+        positions,
         indices,
         views,
         skipped,
@@ -280,6 +303,11 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
         .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
         .collect();
     let views = PyArray::from_owned_array(py, Array1::from_vec(views));
+    let positions: Vec<i64> = positions
+        .into_iter()
+        .map(|p| i64::try_from(p).unwrap_or(i64::MAX))
+        .collect();
+    let positions = PyArray::from_owned_array(py, Array1::from_vec(positions));
     let ids = PyList::new(py, ids)?;
     let skipped = PyList::new(py, skipped.into_iter().map(|s| (s.id, s.reason)))?;
     PyTuple::new(
@@ -293,6 +321,7 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
             skipped.into_any(),
             index.into_pyobject(py)?.into_any(),
             epoch.into_pyobject(py)?.into_any(),
+            positions.into_any(),
         ],
     )
 }

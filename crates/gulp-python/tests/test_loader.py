@@ -222,8 +222,60 @@ def test_resume_after_k_batches_yields_exactly_the_rest(clip_dir):
         for a, b in zip(rest, ref[k:]):
             assert a.ids == b.ids
             np.testing.assert_array_equal(a.frames, b.frames)
-    with pytest.raises(ValueError, match="seed 1"):
+    with pytest.raises(ValueError, match="seed is 1"):
         gulp.ClipLoader(path, **dict(opts, seed=9)).load_state_dict(ref_loader.state_dict())
+    with pytest.raises(gulp.InvalidInputError, match="options"):
+        gulp.ClipLoader(path, **dict(opts, frames=3)).load_state_dict(ref_loader.state_dict())
+
+
+def served_positions(batches):
+    return [(int(p), i, b.frames[k]) for b in batches for k, (p, i) in
+            enumerate(zip(b.positions, b.ids))]
+
+
+@pytest.mark.parametrize("world_size,resume_on", [(4, 2), (4, 3), (2, 3), (3, 1)])
+def test_a_state_resumes_on_another_number_of_ranks(clip_dir, world_size, resume_on):
+    """Elastic resume: every rank yields k batches, the job restarts on
+    another number of ranks from any old rank's state; over the epoch every
+    position of the one-rank order is served once, with the same clip."""
+    path, items, _ = clip_dir
+    opts = dict(frames=3, resize=72, size=56, batch_size=1, seed=3, threads=1, drop_last=False)
+    one = gulp.ClipLoader(path, **opts)
+    reference = {p: (i, f) for p, i, f in served_positions(list(one))}
+    assert sorted(reference) == list(range(len(items)))
+    served = []
+    states = []
+    for rank in range(world_size):
+        loader = gulp.ClipLoader(path, rank=rank, world_size=world_size, **opts)
+        it = iter(loader)
+        served += served_positions([next(it)])
+        it.close()
+        states.append(json.loads(json.dumps(loader.state_dict())))
+    assert {s["position"] for s in states} == {world_size}
+    for rank in range(resume_on):
+        loader = gulp.ClipLoader(path, rank=rank, world_size=resume_on, **opts)
+        loader.load_state_dict(states[-1 - rank % world_size])
+        loader.set_epoch(states[0]["epoch"])  # the training loop's call keeps the place
+        served += served_positions(list(loader))
+    counts = {}
+    for p, i, f in served:
+        counts[p] = counts.get(p, 0) + 1
+        if p < len(items):
+            assert reference[p][0] == i
+            np.testing.assert_array_equal(reference[p][1], f)
+    assert all(counts.get(p) == 1 for p in range(len(items))), counts
+    assert all(p >= len(items) for p in counts if p not in reference)  # only padding added
+
+
+def test_threads_default_to_the_cores_per_local_rank(clip_dir, monkeypatch):
+    path, _, _ = clip_dir
+    cores = len(os.sched_getaffinity(0))
+    assert gulp.ClipLoader(path, local_world_size=cores).threads == 1
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(cores))
+    assert gulp.ClipLoader(path).threads == 1
+    assert gulp.ClipLoader(path, threads=3).threads == 3
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert gulp.ClipLoader(path).threads == cores
 
 
 def test_labels_follow_label2idx(clip_dir):

@@ -99,6 +99,7 @@ _BatchParts = Tuple[
     list[tuple[str, str]],  # skipped (id, reason)
     int,  # index
     int,  # epoch
+    npt.NDArray[np.int64],  # positions [B]
 ]
 
 @final
@@ -132,6 +133,7 @@ class Loader:
         dct: Optional[str],
         codec: Optional[str],
         strict: bool,
+        local_world_size: int = 0,
     ) -> Loader: ...
     def __len__(self) -> int: ...
     @property

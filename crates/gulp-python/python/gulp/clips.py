@@ -53,11 +53,15 @@ class Batch:
         skipped: ``(id, reason)`` of clips left out (``on_error="skip"``).
         index: the batch's number in the epoch.
         epoch: the epoch.
+        positions: ``int64`` array ``[B]``: the position of each clip's item
+            in the epoch's global order (before the split between ranks);
+            over all ranks, each position of an epoch is served once.
 
     ``x, y = batch`` unpacks to ``(frames, labels)``.
     """
 
-    __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch")
+    __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch",
+                 "positions")
 
     frames: npt.NDArray[np.uint8]
     labels: npt.NDArray[np.int64]
@@ -67,10 +71,12 @@ class Batch:
     skipped: list[tuple[str, str]]
     index: int
     epoch: int
+    positions: npt.NDArray[np.int64]
 
     def __init__(self, frames: npt.NDArray[np.uint8], labels: npt.NDArray[np.int64],
                  ids: list[str], indices: npt.NDArray[np.int64], views: npt.NDArray[np.int64],
-                 skipped: list[tuple[str, str]], index: int, epoch: int) -> None:
+                 skipped: list[tuple[str, str]], index: int, epoch: int,
+                 positions: npt.NDArray[np.int64]) -> None:
         self.frames = frames
         self.labels = labels
         self.ids = ids
@@ -79,6 +85,7 @@ class Batch:
         self.skipped = skipped
         self.index = index
         self.epoch = epoch
+        self.positions = positions
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -134,7 +141,10 @@ class ClipLoader:
         ``train``: random placement, crops and flips (default: ``shuffle``).
 
     Running:
-        ``threads``: decoding threads (``None``: one per core).
+        ``threads``: decoding threads (``None``: the cores divided among the
+        ranks of this node: ``local_world_size``, else torchrun's
+        ``LOCAL_WORLD_SIZE`` or srun's ``SLURM_NTASKS_PER_NODE``, else 1; so
+        8 ranks on a 64-core node decode on 8 threads each).
         ``prefetch``: batches decoded ahead per thread (memory stays at
         ``threads * prefetch`` batches). ``on_error``: ``"raise"`` (a
         ``gulp.DecodeError`` naming the id, frame and byte offset) or
@@ -155,7 +165,8 @@ class ClipLoader:
                  scale: Tuple[float, float] = (0.08, 1.0),
                  ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
                  label_key: str = "label", labels: Optional[Mapping[str, int]] = None,
-                 dct: str = "fast", codec: Optional[str] = None, strict: bool = True) -> None:
+                 dct: str = "fast", codec: Optional[str] = None, strict: bool = True,
+                 local_world_size: Optional[int] = None) -> None:
         if crop is None:
             crop = "none"
         if crop not in _CROPS:
@@ -163,7 +174,9 @@ class ClipLoader:
                 f"crop must be one of {', '.join(map(repr, _CROPS))}, not {crop!r}")
         if threads is not None and threads < 1:
             raise InvalidInputError(
-                f"threads must be at least 1 (or None for one per core), not {threads}")
+                f"threads must be at least 1 (or None for the node's cores per rank), not {threads}")
+        if local_world_size is not None and local_world_size < 1:
+            raise InvalidInputError(f"local_world_size must be at least 1, not {local_world_size}")
         self.path = str(path)
         self.skipped = 0
         self._native = _gulp.Loader(
@@ -179,6 +192,7 @@ class ClipLoader:
             on_error=on_error, label_key=label_key,
             label_index=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
             dct=dct, codec=codec, strict=strict,
+            local_world_size=0 if local_world_size is None else local_world_size,
         )
 
     def __len__(self) -> int:
@@ -229,9 +243,15 @@ class ClipLoader:
         return self._native.state_dict()
 
     def load_state_dict(self, state: Mapping[str, int]) -> None:
-        """Resumes from ``state_dict()``: the next pass yields exactly the
-        batches that followed it. Raises ``ValueError`` for a state of a
-        loader with another seed, world or data."""
+        """Resumes from ``state_dict()``: the next pass yields exactly what
+        followed it. On the rank and world size that saved it, the same
+        batches; on another rank or world size (a job restarted on more or
+        fewer GPUs), this rank's share of the rest of the epoch from the
+        global position the state reached, so that over the epoch every
+        position is served once (ranks must resume from the same global
+        step, as synchronous data-parallel training does). Raises
+        ``InvalidInputError`` (a ``ValueError``) for a state of a loader
+        with another seed, data or options, naming what differs."""
         self._native.load_state_dict(dict(state))
 
     def __repr__(self) -> str:
