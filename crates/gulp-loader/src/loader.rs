@@ -204,6 +204,16 @@ struct Cursor {
     batch: usize,
 }
 
+impl Cursor {
+    /// The first batch of a whole epoch.
+    fn start_of(epoch: u64) -> Cursor {
+        Cursor {
+            epoch,
+            ..Cursor::default()
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     dir: GulpDirectory,
@@ -362,10 +372,7 @@ impl Loader {
     pub fn set_epoch(&mut self, epoch: u64) {
         let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
         if cursor.epoch != epoch {
-            *cursor = Cursor {
-                epoch,
-                ..Cursor::default()
-            };
+            *cursor = Cursor::start_of(epoch);
         }
     }
 
@@ -477,10 +484,7 @@ impl Loader {
         // A position at or past the end of the epoch (the ranks served it
         // all, padding included) resumes at the next epoch.
         self.set_cursor(if self.batches_from(position) == 0 {
-            Cursor {
-                epoch: state.epoch + 1,
-                ..Cursor::default()
-            }
+            Cursor::start_of(state.epoch + 1)
         } else {
             Cursor {
                 epoch: state.epoch,
@@ -897,10 +901,7 @@ impl Iterator for Batches {
             // A set_epoch or load_state during the pass wins.
             if (cursor.epoch, cursor.start) == (self.epoch, self.share) {
                 *cursor = if self.next >= self.end {
-                    Cursor {
-                        epoch: self.epoch + 1,
-                        ..Cursor::default()
-                    }
+                    Cursor::start_of(self.epoch + 1)
                 } else {
                     Cursor {
                         epoch: self.epoch,
