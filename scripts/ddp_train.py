@@ -1,0 +1,110 @@
+"""A small data-parallel training run on gulp batches, for scripts/ddp-check.sh.
+
+Run by torchrun (gloo backend, CPU): a tiny video classifier trained with
+DistributedDataParallel on `gulp.torch.ClipDataset` batches. Every rank logs
+each clip it trains on as a JSON line `{"epoch", "position", "id", "rank",
+"world_size", "phase"}`. With `--stop-after K` the run saves a checkpoint
+(model, optimizer, the loader's state of rank 0, the global step) after K
+steps and exits mid-epoch; with `--resume CKPT` it loads one and goes on,
+on whatever number of ranks torchrun gives it.
+
+    torchrun --standalone --nproc_per_node 2 scripts/ddp_train.py DIR LOG \
+        --epochs 1 --stop-after 3 --checkpoint ckpt.pt
+"""
+
+import argparse
+import json
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import gulp
+import gulp.torch
+
+
+class TinyVideoNet(nn.Module):
+    """Frames [B, T, H, W, 3] uint8 -> class scores: a 3D convolution, pooling, a linear layer."""
+
+    def __init__(self, classes):
+        super().__init__()
+        self.conv = nn.Conv3d(3, 8, kernel_size=3, stride=2, padding=1)
+        self.head = nn.Linear(8, classes)
+
+    def forward(self, frames):
+        x = frames.permute(0, 4, 1, 2, 3).float().div_(255)
+        x = torch.relu(self.conv(x)).mean(dim=(2, 3, 4))
+        return self.head(x)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("log")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--stop-after", type=int, default=None)
+    parser.add_argument("--checkpoint", default=None)
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--phase", default="run")
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    labels = gulp.GulpDirectory(args.data)
+    classes = 1 + max(int(m["idx"]) if "idx" in m else 0
+                      for m in (labels.meta(i) for i in labels.ids()))
+    data = gulp.torch.ClipDataset(
+        args.data, frames=4, sampling="segments", resize=64, size=56, crop="random", flip=True,
+        batch_size=2, shuffle=True, seed=7, rank=rank, world_size=world, drop_last=False,
+        threads=1, label_key="idx")
+    model = nn.parallel.DistributedDataParallel(TinyVideoNet(max(classes, 2)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    step, first_epoch = 0, 0
+    if args.resume:
+        ckpt = torch.load(args.resume, weights_only=False)
+        model.module.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        # Every rank resumes from rank 0's state of the same global step:
+        # on another world size the rest of the epoch is split anew.
+        data.load_state_dict(ckpt["loader"])
+        step, first_epoch = ckpt["step"], ckpt["loader"]["epoch"]
+    log = open(f"{args.log}.rank{rank}", "a")
+    stopped = False
+    for epoch in range(first_epoch, args.epochs):
+        if stopped:
+            break
+        data.set_epoch(epoch)
+        batches = iter(data.loader)
+        for batch in batches:
+            frames, target = gulp.torch.to_tensors(batch)
+            loss = nn.functional.cross_entropy(model(frames), target.clamp(min=0))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            for position, id_ in zip(batch.positions.tolist(), batch.ids):
+                log.write(json.dumps({"epoch": epoch, "position": position, "id": id_,
+                                      "rank": rank, "world_size": world,
+                                      "phase": args.phase}) + "\n")
+            log.flush()
+            if args.stop_after is not None and step == args.stop_after:
+                if rank == 0:
+                    torch.save({"model": model.module.state_dict(),
+                                "optimizer": optimizer.state_dict(),
+                                "loader": data.state_dict(), "step": step}, args.checkpoint)
+                stopped = True
+                break
+        batches.close()  # stops the loader's decoding threads
+    what = "stopped, checkpoint saved," if stopped else "finished"
+    print(f"rank {rank}/{world}: {what} at step {step} (loss {loss.item():.3f})", flush=True)
+    log.close()
+    dist.barrier()
+    del model  # DDP's reducer before its process group
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
