@@ -1013,31 +1013,51 @@ impl crate::reader::ChunkReader {
         codec: Codec,
         f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.with_record(id, index, self.record_loc(id, index), jpeg, codec, f)
+    }
+
+    /// The byte offset of a frame's record, from the meta (0 if unknown).
+    fn record_loc(&self, id: &str, index: usize) -> u64 {
+        self.item(id)
+            .ok()
+            .and_then(|item| item.frame_info.get(index))
+            .map_or(0, |fi| fi.loc)
+    }
+
+    /// [`with_jpeg`](Self::with_jpeg) for a record whose byte offset the
+    /// caller knows (from an index of its own, see
+    /// [`records_at`](Self::records_at)).
+    pub fn with_record<T>(
+        &self,
+        id: &str,
+        index: usize,
+        loc: u64,
+        jpeg: &[u8],
+        codec: Codec,
+        f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
+    ) -> Result<T> {
         let run = || -> Result<T> {
             let mut frame = JpegFrame::new(jpeg, codec)?;
             f(&mut frame)
         };
-        run().map_err(|e| self.locate_decode_error(e, id, index))
+        run().map_err(|e| self.locate_at(e, id, index, loc))
     }
 
     /// Adds the frame's place to a decoding error that has none.
     fn locate_decode_error(&self, e: crate::Error, id: &str, index: usize) -> crate::Error {
+        self.locate_at(e, id, index, self.record_loc(id, index))
+    }
+
+    fn locate_at(&self, e: crate::Error, id: &str, index: usize, loc: u64) -> crate::Error {
         match e.kind() {
-            ErrorKind::Decode { at, reason } if at.is_empty() => {
-                let loc = self
-                    .item(id)
-                    .ok()
-                    .and_then(|item| item.frame_info.get(index))
-                    .map_or(0, |fi| fi.loc);
-                ErrorKind::Decode {
-                    at: format!(
-                        " in {}: id {id:?} frame {index} (record at byte {loc})",
-                        self.data_path().display()
-                    ),
-                    reason: reason.clone(),
-                }
-                .into()
+            ErrorKind::Decode { at, reason } if at.is_empty() => ErrorKind::Decode {
+                at: format!(
+                    " in {}: id {id:?} frame {index} (record at byte {loc})",
+                    self.data_path().display()
+                ),
+                reason: reason.clone(),
             }
+            .into(),
             _ => e,
         }
     }

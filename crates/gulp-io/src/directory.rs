@@ -50,6 +50,31 @@ impl ChunkEntry {
         self.meta_arc().map(|meta| &**meta)
     }
 
+    /// The meta parsed from the meta file now, not kept (for a caller that
+    /// keeps only what it needs of it, as the clip loader does for a
+    /// million items); the same checks as [`meta`](Self::meta).
+    pub fn read_meta(&self) -> Result<ChunkMeta> {
+        if let Some(meta) = self.meta.get() {
+            return Ok(ChunkMeta::clone(meta));
+        }
+        let meta = load_meta(&self.meta_path)?;
+        self.check_unchanged(&meta)?;
+        Ok(meta)
+    }
+
+    /// A reader of the data file alone (its meta left empty): frames are
+    /// read by their frame_info, through
+    /// [`ChunkReader::records_at`].
+    pub fn data_reader(&self, mode: ReadMode) -> Result<ChunkReader> {
+        ChunkReader::with_meta(
+            self.data_path.clone(),
+            self.meta_path.clone(),
+            self.chunk,
+            Arc::new(ChunkMeta::default()),
+            mode,
+        )
+    }
+
     /// Whether the meta has been parsed.
     pub fn is_loaded(&self) -> bool {
         self.meta.get().is_some()
@@ -94,21 +119,27 @@ impl ChunkEntry {
             return Ok(meta);
         }
         let meta = load_meta(&self.meta_path)?;
-        // The file is read again, so it must still be the one indexed.
+        self.check_unchanged(&meta)?;
+        Ok(self.meta.get_or_init(|| Arc::new(meta)))
+    }
+
+    /// The file is read again, so it must still be the one indexed.
+    fn check_unchanged(&self, meta: &ChunkMeta) -> Result<()> {
         let same = meta.len() == self.index.len()
             && meta
                 .iter()
                 .zip(self.index.iter())
                 .all(|((id, item), (id2, n))| id == id2 && item.frame_info.len() as u64 == n);
-        if !same {
-            return Err(ErrorKind::Invalid {
+        if same {
+            Ok(())
+        } else {
+            Err(ErrorKind::Invalid {
                 path: self.meta_path.clone(),
                 reason: "the meta file changed after the directory was opened (open it again)"
                     .into(),
             }
-            .into());
+            .into())
         }
-        Ok(self.meta.get_or_init(|| Arc::new(meta)))
     }
 }
 
@@ -334,6 +365,11 @@ impl GulpDirectory {
     pub fn load_metas(&self) -> Result<Vec<&ChunkMeta>> {
         let results = on_all_cores(self.chunks.len(), || (), |(), i| self.chunks[i].meta());
         results.into_iter().collect()
+    }
+
+    /// How the directory's data files are read.
+    pub fn read_mode(&self) -> ReadMode {
+        self.mode
     }
 
     /// The reader of the chunk at `index` in [`chunks`](Self::chunks).

@@ -197,23 +197,40 @@ impl ChunkReader {
     /// places allow (one for frames close together).
     pub fn frames_at(&self, id: &str, indices: &[usize]) -> Result<Vec<Cow<'_, [u8]>>> {
         let item = self.item(id)?;
-        let info = |k: usize| {
-            item.frame_info.get(k).ok_or_else(|| {
-                crate::Error::from(ErrorKind::Selection {
-                    id: id.to_owned(),
-                    reason: format!(
-                        "frame index {k} is out of range for {} frames",
-                        item.frame_info.len()
-                    ),
-                })
+        let records = indices
+            .iter()
+            .map(|&k| {
+                let fi = item.frame_info.get(k).ok_or_else(|| {
+                    crate::Error::from(ErrorKind::Selection {
+                        id: id.to_owned(),
+                        reason: format!(
+                            "frame index {k} is out of range for {} frames",
+                            item.frame_info.len()
+                        ),
+                    })
+                })?;
+                Ok((k, *fi))
             })
-        };
+            .collect::<Result<Vec<_>>>()?;
+        self.records_at(id, &records)
+    }
+
+    /// The JPEG bytes of the records `(frame index, frame_info)` of `id`, in
+    /// that order, each checked against the file as [`read`](Self::read)
+    /// checks it; from an object store, in as few range requests as their
+    /// places allow. For a caller that keeps its own index of the frames
+    /// (the clip loader's compact one) rather than this reader's meta.
+    pub fn records_at(
+        &self,
+        id: &str,
+        records: &[(usize, FrameInfo)],
+    ) -> Result<Vec<Cow<'_, [u8]>>> {
         #[cfg(feature = "s3")]
         if let Data::Remote(object) = &self.data {
-            let ranges = indices
+            let ranges = records
                 .iter()
-                .map(|&k| {
-                    let (s, e) = self.jpeg_range(id, k, info(k)?)?;
+                .map(|(k, fi)| {
+                    let (s, e) = self.jpeg_range(id, *k, fi)?;
                     Ok(s..e)
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -222,9 +239,9 @@ impl ChunkReader {
                 .map_err(|e| self.locate_remote(e, id))?;
             return Ok(got.into_iter().map(Cow::Owned).collect());
         }
-        indices
+        records
             .iter()
-            .map(|&k| self.read(id, k, info(k)?))
+            .map(|(k, fi)| self.read(id, *k, fi))
             .collect()
     }
 

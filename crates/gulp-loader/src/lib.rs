@@ -38,6 +38,7 @@
 #![deny(unsafe_code)]
 
 mod error;
+mod frames;
 mod loader;
 mod order;
 mod rng;

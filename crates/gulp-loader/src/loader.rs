@@ -5,14 +5,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use gulp_format::Value;
-use gulp_io::{DecodeOptions, GulpDirectory, LABEL_FILE, LabelIndex};
+use gulp_format::{FrameInfo, Value};
+use gulp_io::{ChunkReader, DecodeOptions, GulpDirectory, LABEL_FILE, LabelIndex};
 
 use crate::error::{Error, Result};
+use crate::frames::FrameTable;
 use crate::order::{Order, Slot};
 use crate::rng::Rng;
 use crate::sampling::{Placement, Sampling, clip_indices};
@@ -109,10 +110,14 @@ impl Default for LoaderOptions {
 
 /// One item of the directory as the loader sees it.
 #[derive(Debug, Clone)]
+/// An item: 32 bytes (its id is the directory index's, by place).
 struct Item {
-    id: String,
-    chunk: usize,
-    frames: usize,
+    chunk: u32,
+    /// Its place in its chunk's meta.
+    slot: u32,
+    frames: u32,
+    /// Its first record in the loader's [`FrameTable`].
+    first: usize,
     label: i64,
 }
 
@@ -218,8 +223,31 @@ impl Cursor {
 struct Inner {
     dir: GulpDirectory,
     items: Vec<Item>,
+    /// Every item's records: the loader keeps this, not the parsed metas.
+    frames: FrameTable,
+    /// Per chunk, its data file (opened on first use, without its meta).
+    readers: Vec<OnceLock<ChunkReader>>,
     options: LoaderOptions,
     threads: usize,
+}
+
+impl Inner {
+    /// The id of `item`, as the directory's index holds it.
+    fn id(&self, item: &Item) -> &str {
+        self.dir.chunks()[item.chunk as usize]
+            .index()
+            .id(item.slot as usize)
+            .unwrap_or_default()
+    }
+
+    fn reader(&self, chunk: usize) -> Result<&ChunkReader> {
+        if let Some(reader) = self.readers[chunk].get() {
+            return Ok(reader);
+        }
+        let entry = &self.dir.chunks()[chunk];
+        let reader = entry.data_reader(self.dir.read_mode())?;
+        Ok(self.readers[chunk].get_or_init(|| reader))
+    }
 }
 
 /// Batches of clips from a gulp directory.
@@ -261,8 +289,13 @@ impl Loader {
             }),
         };
         let mut items = Vec::with_capacity(dir.len());
+        let mut frames = FrameTable::with_capacity(dir.n_frames());
         for (chunk, entry) in dir.chunks().iter().enumerate() {
-            for (id, item) in entry.meta()?.iter() {
+            // Each chunk's meta is parsed, read for what the loader needs
+            // (ids, labels, records) and dropped: a rank keeps 12 bytes a
+            // frame, not the parsed meta.
+            let meta = entry.read_meta()?;
+            for (slot, (id, item)) in meta.iter().enumerate() {
                 let label = label_of(
                     path,
                     id,
@@ -270,29 +303,39 @@ impl Loader {
                     &options.labels.key,
                     index.as_ref(),
                 )?;
-                items.push(Item {
+                let too_many = |what: &str| Error::Clip {
                     id: id.to_owned(),
-                    chunk,
-                    frames: item.frame_info.len(),
+                    reason: format!("{what} out of the loader's range (in {})", path.display()),
+                };
+                if item.frame_info.is_empty() {
+                    return Err(Error::Clip {
+                        id: id.to_owned(),
+                        reason: format!("item has no frames (in {})", path.display()),
+                    });
+                }
+                items.push(Item {
+                    chunk: u32::try_from(chunk).map_err(|_| too_many("chunk"))?,
+                    slot: u32::try_from(slot).map_err(|_| too_many("item"))?,
+                    frames: u32::try_from(item.frame_info.len()).map_err(|_| too_many("frames"))?,
+                    first: frames.push_item(&item.frame_info),
                     label,
                 });
             }
-        }
-        if let Some(empty) = items.iter().find(|i| i.frames == 0) {
-            return Err(Error::Clip {
-                id: empty.id.clone(),
-                reason: format!("item has no frames (in {})", path.display()),
-            });
         }
         let threads = if options.threads == 0 {
             default_threads(options.local_world_size, |k| std::env::var(k).ok())
         } else {
             options.threads
         };
+        items.shrink_to_fit();
+        frames.shrink();
+        let readers = (0..dir.chunks().len()).map(|_| OnceLock::new()).collect();
         Ok(Loader {
             inner: Arc::new(Inner {
                 dir,
                 items,
+                frames,
+                readers,
                 options,
                 threads,
             }),
@@ -724,7 +767,7 @@ fn make_batch(
         ) {
             Ok(indices) => {
                 batch.labels.push(item.label);
-                batch.ids.push(item.id.clone());
+                batch.ids.push(inner.id(item).to_owned());
                 batch.positions.push(sample.slot.position);
                 batch.indices.extend(indices);
                 batch
@@ -736,7 +779,7 @@ fn make_batch(
                 match (o.on_error, &e) {
                     (OnError::Skip, Error::Io(_) | Error::Clip { .. }) => {
                         batch.skipped.push(Skipped {
-                            id: item.id.clone(),
+                            id: inner.id(item).to_owned(),
                             reason: e.to_string(),
                         });
                     }
@@ -762,7 +805,8 @@ fn make_clip(
     out_size: &mut Option<(usize, usize, String)>,
 ) -> Result<Vec<usize>> {
     let o = &inner.options;
-    let reader = inner.dir.reader(item.chunk)?;
+    let id = inner.id(item);
+    let reader = inner.reader(item.chunk as usize)?;
     let mut rng = Rng::new(&[
         o.order.seed,
         epoch,
@@ -777,12 +821,24 @@ fn make_clip(
             count: o.clips,
         }
     };
-    let indices = clip_indices(o.sampling, o.frames, o.step, item.frames, placement);
+    let indices = clip_indices(
+        o.sampling,
+        o.frames,
+        o.step,
+        item.frames as usize,
+        placement,
+    );
     let codec = o.decode.codec;
     // The clip's frames in one read: from an object store, one range
     // request for frames close together.
-    let jpegs = reader.frames_at(&item.id, &indices)?;
-    let first = reader.with_jpeg(&item.id, indices[0], &jpegs[0], codec, |f| Ok(*f.header()))?;
+    let records: Vec<(usize, FrameInfo)> = indices
+        .iter()
+        .map(|&k| (k, inner.frames.get(item.first + k)))
+        .collect();
+    let jpegs = reader.records_at(id, &records)?;
+    let first = reader.with_record(id, indices[0], records[0].1.loc, &jpegs[0], codec, |f| {
+        Ok(*f.header())
+    })?;
     let geometry: Geometry = o
         .spatial
         .draw(
@@ -792,7 +848,7 @@ fn make_clip(
             sample.crop,
         )
         .map_err(|reason| Error::Clip {
-            id: item.id.clone(),
+            id: id.to_owned(),
             reason,
         })?;
     let (oh, ow) = geometry.out;
@@ -800,18 +856,18 @@ fn make_clip(
         Some((h, w, other)) if (*h, *w) != (oh, ow) => {
             return Err(Error::Config(format!(
                 "clips of different sizes in one batch: id {other:?} gives {w}x{h}, id {:?} {ow}x{oh}; give a size (and a crop) so that every clip has the same",
-                item.id
+                id
             )));
         }
         Some(_) => {}
-        None => *out_size = Some((oh, ow, item.id.clone())),
+        None => *out_size = Some((oh, ow, id.to_owned())),
     }
     let per_frame = oh * ow * 3;
     let start = frames.len();
     frames.resize(start + indices.len() * per_frame, 0);
-    for (k, (&fi, jpeg)) in indices.iter().zip(&jpegs).enumerate() {
+    for (k, ((index, record), jpeg)) in records.iter().zip(&jpegs).enumerate() {
         let out = &mut frames[start + k * per_frame..start + (k + 1) * per_frame];
-        reader.with_jpeg(&item.id, fi, jpeg, codec, |frame| {
+        reader.with_record(id, *index, record.loc, jpeg, codec, |frame| {
             renderer.render(frame, &geometry, &o.decode, out)
         })?;
     }
