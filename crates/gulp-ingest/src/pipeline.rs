@@ -128,6 +128,95 @@ pub struct IngestReport {
     pub elapsed: Duration,
 }
 
+/// What a run writes and skips: every item to write with its chunk, the
+/// items skipped (with why), and the count already present. A pure
+/// function of the list (`n` items, their ids by `id`), of the directory
+/// (`existing` ids, `committed` chunks, the `next_chunk` number) and of the
+/// options (items per chunk, shuffle, shard).
+///
+/// Chunk k holds the items at positions `[k * per_chunk, (k + 1) *
+/// per_chunk)` of the (shuffled) list, as gulpio2 slices it: an item that
+/// fails leaves its chunk shorter, so every task of a sharded run computes
+/// the same chunks.
+fn plan_items(
+    id: impl Fn(usize) -> String,
+    n: usize,
+    existing: &HashSet<&str>,
+    committed: &HashSet<u64>,
+    next_chunk: u64,
+    opts: &IngestOptions,
+) -> ItemPlan {
+    let per_chunk = opts.items_per_chunk;
+    let mut order: Vec<usize> = (0..n).collect();
+    if let Some(seed) = opts.shuffle_seed {
+        fastrand::Rng::with_seed(seed).shuffle(&mut order);
+    }
+    let slices = order.len().div_ceil(per_chunk) as u64;
+    let mut plan = ItemPlan::default();
+    let mut leftover = Vec::new();
+    let mut first_seen: HashMap<String, usize> = HashMap::new();
+    for (position, index) in order.into_iter().enumerate() {
+        let chunk = (position / per_chunk) as u64;
+        let mine = opts.shard.is_none_or(|s| s.owns(chunk));
+        let id = id(index);
+        if let Some(&first) = first_seen.get(&id) {
+            if mine {
+                plan.skipped.push(Skipped {
+                    index,
+                    id,
+                    error: ItemError::new(format!(
+                        "id repeated in the input (first at input #{first})"
+                    )),
+                });
+            }
+            continue;
+        }
+        first_seen.insert(id.clone(), index);
+        if !mine {
+            continue;
+        }
+        if existing.contains(id.as_str()) {
+            plan.already_present += 1;
+        } else if committed.contains(&chunk) {
+            // Its chunk is written without it: it failed in an earlier run,
+            // or the list changed.
+            leftover.push((index, id, chunk));
+        } else {
+            plan.todo.push((index, id, chunk));
+        }
+    }
+    if opts.shard.is_some() {
+        // Other tasks number their chunks from the list too: no room for
+        // extra chunks. Retrying is for an unsharded run.
+        for (index, id, chunk) in leftover {
+            plan.skipped.push(Skipped {
+                index,
+                id,
+                error: ItemError::new(format!(
+                    "chunk {chunk} is committed without this item (it failed in an earlier run, or the list changed); an unsharded run retries it"
+                )),
+            });
+        }
+    } else {
+        // Items of chunks already written (an extended list, or items that
+        // failed before): in new chunks after every chunk of the list.
+        let first = slices.max(next_chunk);
+        for (k, (index, id, _)) in leftover.into_iter().enumerate() {
+            plan.todo.push((index, id, first + (k / per_chunk) as u64));
+        }
+    }
+    plan
+}
+
+/// See [`plan_items`].
+#[derive(Debug, Default, PartialEq)]
+struct ItemPlan {
+    /// (input index, id, chunk) of each item to write, in writing order.
+    todo: Vec<(usize, String, u64)>,
+    skipped: Vec<Skipped>,
+    already_present: usize,
+}
+
 /// Ingests every item of `adapter` into `output` (created if missing).
 ///
 /// Ids already in `output` are skipped, and new chunks are numbered after the
@@ -193,72 +282,20 @@ pub fn ingest(
     let existing: HashSet<&str> = gulp.ids().collect();
     let committed: HashSet<u64> = gulp.chunks().iter().map(|c| c.chunk).collect();
 
-    // Chunk k holds the items at positions [k * per_chunk, (k + 1) *
-    // per_chunk) of the (shuffled) list, as gulpio2 slices it: an item that
-    // fails leaves its chunk shorter, so every task of a sharded run
-    // computes the same chunks.
-    let mut order: Vec<usize> = (0..adapter.len()).collect();
-    if let Some(seed) = opts.shuffle_seed {
-        fastrand::Rng::with_seed(seed).shuffle(&mut order);
-    }
-    let slices = order.len().div_ceil(per_chunk) as u64;
-    let mut todo = Vec::with_capacity(order.len());
-    let mut leftover = Vec::new();
-    let mut first_seen: HashMap<String, usize> = HashMap::new();
-    for (position, index) in order.into_iter().enumerate() {
-        let chunk = (position / per_chunk) as u64;
-        let mine = opts.shard.is_none_or(|s| s.owns(chunk));
-        let id = adapter.id(index);
-        if let Some(&first) = first_seen.get(&id) {
-            if mine {
-                report.skipped.push(Skipped {
-                    index,
-                    id,
-                    error: ItemError::new(format!(
-                        "id repeated in the input (first at input #{first})"
-                    )),
-                });
-            }
-            continue;
-        }
-        first_seen.insert(id.clone(), index);
-        if !mine {
-            continue;
-        }
-        if existing.contains(id.as_str()) {
-            report.already_present += 1;
-        } else if committed.contains(&chunk) {
-            // Its chunk is written without it: it failed in an earlier run,
-            // or the list changed.
-            leftover.push((index, id, chunk));
-        } else {
-            todo.push((index, id, chunk));
-        }
-    }
-    drop(first_seen);
+    let plan = plan_items(
+        |index| adapter.id(index),
+        adapter.len(),
+        &existing,
+        &committed,
+        gulp.next_chunk_number(),
+        opts,
+    );
+    report.skipped.extend(plan.skipped);
+    report.already_present += plan.already_present;
+    let todo = plan.todo;
     let mut task = task;
     if let Some(task) = task.as_mut() {
         task.join(!todo.is_empty())?;
-    }
-    if opts.shard.is_some() {
-        // Other tasks number their chunks from the list too: no room for
-        // extra chunks. Retrying is for an unsharded run.
-        for (index, id, chunk) in leftover {
-            report.skipped.push(Skipped {
-                index,
-                id,
-                error: ItemError::new(format!(
-                    "chunk {chunk} is committed without this item (it failed in an earlier run, or the list changed); an unsharded run retries it"
-                )),
-            });
-        }
-    } else {
-        // Items of chunks already written (an extended list, or items that
-        // failed before): in new chunks after every chunk of the list.
-        let first = slices.max(gulp.next_chunk_number());
-        for (k, (index, id, _)) in leftover.into_iter().enumerate() {
-            todo.push((index, id, first + (k / per_chunk) as u64));
-        }
     }
     if opts.strict
         && let Some(dup) = report.skipped.first()
@@ -854,5 +891,98 @@ impl FrameBuffer {
             Some(e) => Err(AppendError::Spill(e)),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::Shard;
+
+    fn plan(
+        ids: &[&str],
+        existing: &[&str],
+        committed: &[u64],
+        next_chunk: u64,
+        opts: &IngestOptions,
+    ) -> ItemPlan {
+        plan_items(
+            |i| ids[i].to_owned(),
+            ids.len(),
+            &existing.iter().copied().collect(),
+            &committed.iter().copied().collect(),
+            next_chunk,
+            opts,
+        )
+    }
+
+    fn todo(plan: &ItemPlan) -> Vec<(&str, u64)> {
+        plan.todo
+            .iter()
+            .map(|(_, id, k)| (id.as_str(), *k))
+            .collect()
+    }
+
+    #[test]
+    fn chunks_are_slices_of_the_list_and_present_ids_are_skipped() {
+        let opts = IngestOptions {
+            items_per_chunk: 2,
+            ..IngestOptions::default()
+        };
+        let p = plan(&["a", "b", "c", "d", "e"], &[], &[], 0, &opts);
+        assert_eq!(todo(&p), [("a", 0), ("b", 0), ("c", 1), ("d", 1), ("e", 2)]);
+        // A re-run: chunk 0 is there with a and b; c failed in chunk 1,
+        // which holds d: c goes to a new chunk after the list's.
+        let p = plan(
+            &["a", "b", "c", "d", "e"],
+            &["a", "b", "d"],
+            &[0, 1],
+            2,
+            &opts,
+        );
+        assert_eq!(p.already_present, 3);
+        assert_eq!(todo(&p), [("e", 2), ("c", 3)]);
+        // A repeated id is skipped, named with its first place.
+        let p = plan(&["a", "b", "a"], &[], &[], 0, &opts);
+        assert_eq!(p.skipped.len(), 1);
+        assert!(p.skipped[0].error.to_string().contains("first at input #0"));
+    }
+
+    #[test]
+    fn a_shard_plans_its_chunks_and_retries_nothing() {
+        let opts = |index| IngestOptions {
+            items_per_chunk: 1,
+            shard: Shard::new(index, 2),
+            ..IngestOptions::default()
+        };
+        let ids = ["a", "b", "c", "d"];
+        assert_eq!(
+            todo(&plan(&ids, &[], &[], 0, &opts(0))),
+            [("a", 0), ("c", 2)]
+        );
+        assert_eq!(
+            todo(&plan(&ids, &[], &[], 0, &opts(1))),
+            [("b", 1), ("d", 3)]
+        );
+        let p = plan(&ids, &[], &[1], 4, &opts(1));
+        assert_eq!(todo(&p), [("d", 3)]);
+        assert!(
+            p.skipped[0]
+                .error
+                .to_string()
+                .contains("an unsharded run retries it")
+        );
+        // A shuffle is the same for every task: together they cover the list.
+        let shuffled = |index| IngestOptions {
+            shuffle_seed: Some(9),
+            ..opts(index)
+        };
+        let mut chunks: Vec<u64> = [0, 1]
+            .iter()
+            .flat_map(|&i| plan(&ids, &[], &[], 0, &shuffled(i)).todo)
+            .map(|(_, _, k)| k)
+            .collect();
+        chunks.sort_unstable();
+        assert_eq!(chunks, [0, 1, 2, 3]);
     }
 }
