@@ -185,10 +185,10 @@ fn requests() -> u64 {
 }
 
 /// `gulp bench --loader`: batches of clips, as a training loop takes them.
-fn run_loader(args: &BenchArgs) -> Result<Outcome> {
-    use gulp_loader::{CropMode, Loader, LoaderOptions, Order, Sampling, Spatial};
+/// The clip loader's options of `gulp bench --loader` (no I/O).
+fn loader_options(args: &BenchArgs, how: &Decode) -> Result<gulp_loader::LoaderOptions> {
+    use gulp_loader::{CropMode, LoaderOptions, Order, Sampling, Spatial};
     let c = &args.clips;
-    let how = Decode::from_args(args)?;
     let sampling = Sampling::parse(&c.sampling).ok_or_else(|| {
         anyhow::anyhow!(
             "--sampling must be window, segments, uniform or dense, not {:?}",
@@ -202,7 +202,7 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
         )
     })?;
     let (w, h) = c.size;
-    let options = LoaderOptions {
+    Ok(LoaderOptions {
         frames: c.frames,
         sampling,
         step: c.step,
@@ -221,8 +221,15 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
         on_error: gulp_loader::OnError::Skip,
         decode: how.options,
         ..LoaderOptions::default()
-    };
-    let mut loader = Loader::open(&args.dir, options)?;
+    })
+}
+
+fn run_loader(args: &BenchArgs) -> Result<Outcome> {
+    let c = &args.clips;
+    let how = Decode::from_args(args)?;
+    let options = loader_options(args, &how)?;
+    let (sampling, (w, h)) = (options.sampling, c.size);
+    let mut loader = gulp_loader::Loader::open(&args.dir, options)?;
     let threads = loader.threads();
     let bar = super::progress("batches");
     let (mut batches, mut clips, mut skipped) = (0u64, 0u64, 0u64);
@@ -432,4 +439,50 @@ fn process(
         }
         total
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn bench_args(line: &[&str]) -> BenchArgs {
+        match Cli::try_parse_from(line).expect("parses").command {
+            Command::Bench(args) => args,
+            other => panic!("not bench: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn loader_options_follow_the_command_line() {
+        let args = bench_args(&[
+            "gulp",
+            "bench",
+            "d",
+            "--loader",
+            "--size",
+            "160x112",
+            "--crop-mode",
+            "three",
+            "--resize",
+            "0",
+            "--sampling",
+            "uniform",
+            "--threads",
+            "3",
+        ]);
+        let how = Decode::from_args(&args).expect("decode options");
+        let o = loader_options(&args, &how).expect("options");
+        // --size is WxH; the loader's size is (H, W).
+        assert_eq!(o.spatial.size, Some((112, 160)));
+        assert_eq!(o.spatial.resize, None);
+        assert_eq!(o.spatial.crop, gulp_loader::CropMode::Three);
+        assert_eq!(o.sampling, gulp_loader::Sampling::Uniform);
+        assert_eq!((o.threads, o.on_error), (3, gulp_loader::OnError::Skip));
+        let bad = bench_args(&["gulp", "bench", "d", "--loader", "--crop-mode", "diagonal"]);
+        let err = loader_options(&bad, &how).expect_err("unknown crop");
+        assert!(err.to_string().contains("--crop-mode"), "{err}");
+    }
 }
