@@ -32,17 +32,24 @@ pub enum Sampling {
     /// step that fits it, and repeats its last frame only if even step 1
     /// does not fit.
     Dense,
+    /// Frame `k` of every item (its last frame if the item is shorter),
+    /// repeated `frames` times: one chosen frame per item, as the image
+    /// loader takes from a video directory.
+    Frame(usize),
 }
 
 impl Sampling {
-    /// Parses `window`, `segments`, `uniform` or `dense`.
+    /// Parses `window`, `segments`, `uniform`, `dense` or `frame:K`.
     pub fn parse(text: &str) -> Option<Sampling> {
         match text {
             "window" => Some(Sampling::Window),
             "segments" | "tsn" => Some(Sampling::Segments),
             "uniform" => Some(Sampling::Uniform),
             "dense" => Some(Sampling::Dense),
-            _ => None,
+            _ => text
+                .strip_prefix("frame:")
+                .and_then(|k| k.parse().ok())
+                .map(Sampling::Frame),
         }
     }
 
@@ -53,6 +60,7 @@ impl Sampling {
             Sampling::Segments => "segments",
             Sampling::Uniform => "uniform",
             Sampling::Dense => "dense",
+            Sampling::Frame(_) => "frame",
         }
     }
 }
@@ -130,6 +138,7 @@ pub fn clip_indices(
                 }
             }
         }
+        Sampling::Frame(k) => vec![k.min(n - 1); t],
         Sampling::Uniform => match placement {
             Placement::Fixed { index, count } if count > 1 => {
                 #[allow(clippy::cast_precision_loss)]
@@ -181,6 +190,17 @@ mod tests {
 
     fn fixed(s: Sampling, t: usize, step: usize, n: usize) -> Vec<usize> {
         clip_indices(s, t, step, n, Placement::Fixed { index: 0, count: 1 })
+    }
+
+    #[test]
+    fn frame_k_is_one_frame_of_every_item() {
+        assert_eq!(Sampling::parse("frame:3"), Some(Sampling::Frame(3)));
+        assert_eq!(Sampling::parse("frame:x"), None);
+        assert_eq!(fixed(Sampling::Frame(3), 1, 1, 10), [3]);
+        assert_eq!(fixed(Sampling::Frame(3), 2, 1, 2), [1, 1]); // the last of a short item
+        let mut rng = Rng::new(&[1]);
+        let drawn = clip_indices(Sampling::Frame(0), 1, 1, 10, Placement::Random(&mut rng));
+        assert_eq!(drawn, [0]);
     }
 
     #[test]

@@ -83,7 +83,7 @@ impl Loader {
             bad(
                 "sampling",
                 sampling,
-                "'window', 'segments', 'uniform', 'dense'",
+                "'window', 'segments', 'uniform', 'dense', 'frame:K'",
             )
         })?;
         let crop = match CropMode::parse(crop) {

@@ -403,3 +403,119 @@ def test_crops_at_the_frame_edge_decode_for_20_epochs(edge_dir, kw):
         loader.set_epoch(epoch)
         served = sum(len(batch) for batch in loader)
         assert served == n * views
+
+
+@pytest.fixture(scope="module")
+def image_dir(tmp_path_factory):
+    """12 images written by gulpio2 (one frame per item), 4 sizes, 3 labels."""
+    sizes = [(200, 150), (160, 120), (320, 240), (258, 182)]
+    directory = str(tmp_path_factory.mktemp("images") / "gulp")
+    os.makedirs(directory)
+    gd = gulpio2.GulpDirectory(directory)
+    images = {}
+    for c, chunk in enumerate(gd.new_chunks(2)):
+        with chunk.open("wb"):
+            for k in range(c * 6, (c + 1) * 6):
+                size = sizes[k % 4]
+                frame = ffmpeg_frames(SOURCES[k % 4], size, k + 1)[-1]
+                label = SOURCES[k % 3]
+                chunk.append(f"img-{k:02d}", {"label": label}, [frame])
+                images[f"img-{k:02d}"] = label
+    with open(os.path.join(directory, "label2idx.json"), "w") as f:
+        json.dump({s: i for i, s in enumerate(SOURCES)}, f)
+    return directory, images
+
+
+def test_image_batches_are_b_h_w_3_and_centre_crops_are_exact(image_dir):
+    path, images = image_dir
+    loader = gulp.ImageLoader(path, size=(96, 128), crop="center", shuffle=False, flip=False,
+                              batch_size=5, drop_last=False, threads=2)
+    batches = list(loader)
+    assert [len(b) for b in batches] == [5, 5, 2]
+    assert batches[0].frames.shape == (5, 96, 128, 3) and batches[0].frames.flags.c_contiguous
+    assert batches[0].indices.shape == (5,)
+    decoded = gulpio2.GulpDirectory(path)
+    for batch in batches:
+        for k, id_ in enumerate(batch.ids):
+            full = decoded[id_][0][0]
+            h, w = full.shape[:2]
+            y, x = (h - 96) // 2, (w - 128) // 2
+            np.testing.assert_array_equal(batch.frames[k], full[y:y + 96, x:x + 128])
+            assert batch.labels[k] == SOURCES.index(images[id_])
+
+
+def test_image_evaluation_resizes_the_short_edge_then_crops_the_centre(image_dir):
+    """The 256/224 pipeline (here 100/80) against Pillow's bilinear resize of
+    the gulpio2-decoded image, then the centre crop: the same filter up to
+    DCT scaling (docs/loader.md, "Pixels"), close on average (ffmpeg's test
+    sources have one-pixel lines and text, where DCT scaling and the
+    bilinear filter differ most at single pixels)."""
+    from PIL import Image
+
+    path, _ = image_dir
+    loader = gulp.ImageLoader(path, resize=100, size=80, crop="center", shuffle=False,
+                              flip=False, batch_size=12, drop_last=False)
+    batch = next(iter(loader))
+    decoded = gulpio2.GulpDirectory(path)
+    for k, id_ in enumerate(batch.ids):
+        full = decoded[id_][0][0]
+        h, w = full.shape[:2]
+        rw, rh = (100, round(h * 100 / w)) if w <= h else (round(w * 100 / h), 100)
+        resized = np.asarray(Image.fromarray(full).resize((rw, rh), Image.BILINEAR))
+        y, x = (rh - 80) // 2, (rw - 80) // 2
+        diff = np.abs(batch.frames[k].astype(int) - resized[y:y + 80, x:x + 80])
+        assert diff.mean() <= 4, (id_, diff.mean())
+
+
+def test_image_training_is_deterministic_split_and_resumable(image_dir):
+    path, _ = image_dir
+    opts = dict(size=64, batch_size=2, seed=5, drop_last=False)
+    one = [(b.ids, b.frames.copy()) for b in gulp.ImageLoader(path, threads=1, **opts)]
+    two = [(b.ids, b.frames.copy()) for b in gulp.ImageLoader(path, threads=2, **opts)]
+    assert [i for i, _ in one] == [i for i, _ in two]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(one, two))
+    served = [p for r in range(3) for b in gulp.ImageLoader(path, rank=r, world_size=3, **opts)
+              for p in b.positions.tolist()]
+    assert sorted(served) == list(range(12))
+    first = gulp.ImageLoader(path, **opts)
+    it = iter(first)
+    next(it), next(it)
+    state = first.state_dict()
+    it.close()
+    resumed = gulp.ImageLoader(path, **opts)
+    resumed.load_state_dict(state)
+    rest = list(resumed)
+    assert [b.ids for b in rest] == [i for i, _ in one[2:]]
+    assert all(np.array_equal(b.frames, f) for b, (_, f) in zip(rest, one[2:]))
+
+
+def test_image_loader_takes_one_frame_of_each_video(clip_dir):
+    path, items, _ = clip_dir
+    n = {vid: len(fr) for vid, _, fr in items}
+    for frame, expect in [("middle", lambda k: (k - 1) // 2), (4, lambda k: min(4, k - 1))]:
+        loader = gulp.ImageLoader(path, frame=frame, size=64, crop="center", shuffle=False,
+                                  flip=False, batch_size=4, drop_last=False)
+        for batch in loader:
+            assert batch.frames.shape[1:] == (64, 64, 3)
+            assert batch.indices.tolist() == [expect(n[i]) for i in batch.ids]
+    random = gulp.ImageLoader(path, frame="random", size=64, batch_size=12, drop_last=False)
+    drawn = next(iter(random))
+    assert all(0 <= f < n[i] for f, i in zip(drawn.indices.tolist(), drawn.ids))
+    for bad in ["first", -1]:
+        with pytest.raises(gulp.InvalidInputError):
+            gulp.ImageLoader(path, frame=bad)
+
+
+def test_a_bad_image_raises_or_is_skipped(image_dir, copy_dir):
+    path, images = image_dir
+    bad = copy_dir(path)
+    meta = json.load(open(os.path.join(bad, "meta_0.gmeta")))
+    loc, _, _ = meta["img-03"]["frame_info"][0]
+    with open(os.path.join(bad, "data_0.gulp"), "r+b") as f:
+        f.seek(loc + 200)
+        f.write(b"\xff" * 600)
+    opts = dict(size=64, crop="center", shuffle=False, flip=False, batch_size=12, drop_last=False)
+    with pytest.raises(gulp.DecodeError, match="img-03"):
+        list(gulp.ImageLoader(bad, **opts))
+    batch = next(iter(gulp.ImageLoader(bad, on_error="skip", **opts)))
+    assert len(batch) == 11 and batch.skipped[0][0] == "img-03"

@@ -61,3 +61,13 @@ def test_one_training_step_of_a_tiny_model(labelled_dir):
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     state = data.state_dict()
     assert state["epoch"] == 1 and state["batch"] == 0
+
+
+def test_image_dataset_gives_b_h_w_3_tensors(labelled_dir):
+    data = gt.ImageDataset(labelled_dir, size=48, batch_size=8, seed=2)
+    assert len(data) == 2
+    images, labels = next(iter(data))
+    assert images.dtype == torch.uint8 and tuple(images.shape) == (8, 48, 48, 3)
+    assert labels.dtype == torch.int64 and tuple(labels.shape) == (8,)
+    x = images.permute(0, 3, 1, 2).float() / 255  # [B, C, H, W]
+    assert torch.isfinite(torch.nn.Conv2d(3, 4, 3)(x)).all()

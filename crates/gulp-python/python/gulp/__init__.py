@@ -16,7 +16,8 @@ clip loader; docs/benchmarks.md has the figures)::
 
 ``gulp.fileio``, ``gulp.utils`` and ``gulp.adapters`` carry gulpio2's names;
 ``gulp.ingest`` runs the built-in adapters of the ``gulp`` command,
-``gulp.check`` checks a directory, ``gulp.ClipLoader`` gives training
+``gulp.check`` checks a directory, ``gulp.ClipLoader`` (and ``gulp.ImageLoader``,
+its image face) gives training
 batches of clips (``gulp.torch`` wraps it for PyTorch, ``gulp.dataset`` and
 ``gulp.transforms`` carry GulpIO v1's), and every error is a
 ``gulp.GulpError``.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _gulp
 from . import adapters, errors, fileio, utils
-from .clips import Batch, ClipLoader
+from .clips import Batch, ClipLoader, ImageLoader
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
 
@@ -46,6 +47,7 @@ __all__ = [
     "ChunkWriter",
     "GulpIngestor",
     "ClipLoader",
+    "ImageLoader",
     "Batch",
     "CheckReport",
     "check",

@@ -33,7 +33,7 @@ from .errors import InvalidInputError
 if TYPE_CHECKING:
     from ._gulp import _Path
 
-__all__ = ["ClipLoader", "Batch"]
+__all__ = ["ClipLoader", "ImageLoader", "Batch"]
 
 _CROPS = ("random", "center", "centre", "random_resized", "three", "none")
 
@@ -256,4 +256,69 @@ class ClipLoader:
 
     def __repr__(self) -> str:
         return (f"ClipLoader({self.path!r}, {self.items} items, {len(self)} batches, "
+                f"epoch {self.epoch}, {self.threads} threads)")
+
+
+_FRAMES = {"middle": "uniform", "random": "segments"}
+
+
+class ImageLoader(ClipLoader):
+    """Training batches of images: ``uint8`` arrays ``[B, H, W, 3]`` and
+    their labels, decoded on Rust threads with DCT scaling and region
+    decoding, as :class:`ClipLoader` decodes clips (it is that loader with
+    clips of one frame: the same order, ranks, resume, ``on_error`` and
+    determinism).
+
+    Training (the defaults): torchvision's ``RandomResizedCrop`` (``scale``,
+    ``ratio``, 10 tries then the centre) to ``size``, and a horizontal flip
+    of half the images. Evaluation, the usual 256/224: ``ImageLoader(path,
+    resize=256, size=224, crop="center", shuffle=False, flip=False)``
+    (short edge to 256, then the centre 224 × 224). ``size`` is ``S`` or
+    ``(H, W)``.
+
+    ``frame``: which frame of an item (for a directory of videos; an image
+    has one): ``"middle"``, ``"random"`` (a uniform frame when training,
+    the middle otherwise) or an index (the last frame of a shorter item).
+    ``batch.indices`` is then ``[B]``: the frame each image came from.
+    The other arguments are :class:`ClipLoader`'s.
+    """
+
+    def __init__(self, path: _Path, size: Union[int, Tuple[int, int]] = 224,
+                 resize: Optional[int] = None, crop: Optional[str] = "random_resized",
+                 flip: bool = True, batch_size: int = 64, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = True, rank: int = 0, world_size: int = 1,
+                 threads: Optional[int] = None, prefetch: int = 2, *,
+                 frame: Union[str, int] = "middle", train: Optional[bool] = None,
+                 scale: Tuple[float, float] = (0.08, 1.0),
+                 ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
+                 label_key: str = "label", labels: Optional[Mapping[str, int]] = None,
+                 dct: str = "fast", codec: Optional[str] = None, strict: bool = True,
+                 local_world_size: Optional[int] = None) -> None:
+        if isinstance(frame, str):
+            if frame not in _FRAMES:
+                raise InvalidInputError(
+                    f"frame must be 'middle', 'random' or a frame index, not {frame!r}")
+            sampling = _FRAMES[frame]
+        elif int(frame) < 0:
+            raise InvalidInputError(f"frame index must be 0 or more, not {frame}")
+        else:
+            sampling = f"frame:{int(frame)}"
+        super().__init__(
+            path, frames=1, sampling=sampling, resize=resize, size=size, crop=crop, flip=flip,
+            batch_size=batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last, rank=rank,
+            world_size=world_size, threads=threads, prefetch=prefetch, train=train,
+            scale=scale, ratio=ratio, on_error=on_error, label_key=label_key, labels=labels,
+            dct=dct, codec=codec, strict=strict, local_world_size=local_world_size)
+
+    def __iter__(self) -> Iterator[Batch]:
+        """The batches of the current epoch; ``batch.frames`` is ``[B, H, W,
+        3]`` (the clip loader's ``[B, 1, H, W, 3]`` without a copy)."""
+        for batch in super().__iter__():
+            b, _, h, w, c = batch.frames.shape
+            batch.frames = batch.frames.reshape(b, h, w, c)
+            batch.indices = batch.indices.reshape(b)
+            yield batch
+
+    def __repr__(self) -> str:
+        return (f"ImageLoader({self.path!r}, {self.items} items, {len(self)} batches, "
                 f"epoch {self.epoch}, {self.threads} threads)")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Tuple
 import torch as _torch
 import torch.utils.data as _data
 
-from .clips import Batch, ClipLoader
+from .clips import Batch, ClipLoader, ImageLoader
 from .errors import GulpRuntimeError
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 #: ``(frames, labels)``: ``uint8 [B, T, H, W, 3]`` and ``int64 [B]``.
 _Tensors = Tuple[_torch.Tensor, _torch.Tensor]
 
-__all__ = ["ClipDataset", "to_tensors", "tensors"]
+__all__ = ["ClipDataset", "ImageDataset", "to_tensors", "tensors"]
 
 
 def to_tensors(batch: Batch, pin_memory: bool = False) -> _Tensors:
@@ -89,3 +89,14 @@ class ClipDataset(_data.IterableDataset[_Tensors]):
     def load_state_dict(self, state: Mapping[str, int]) -> None:
         """Resumes the loader from ``state_dict()``."""
         self.loader.load_state_dict(state)
+
+
+class ImageDataset(ClipDataset):
+    """A :class:`gulp.ImageLoader` as a PyTorch ``IterableDataset`` of
+    ``(images, labels)`` batches, ``uint8 [B, H, W, 3]`` and ``int64 [B]``;
+    the arguments are ``ImageLoader``'s, plus ``pin_memory``."""
+
+    def __init__(self, path: _Path, pin_memory: bool = False, **options: Any) -> None:
+        _data.IterableDataset.__init__(self)
+        self.loader = ImageLoader(path, **options)
+        self.pin_memory = pin_memory
