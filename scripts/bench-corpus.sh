@@ -28,12 +28,21 @@
 #                                           VideoFolderAdapter only finds .webm)
 #   frames/<id>/00001.jpg... + frames.csv   20BN CSV JPEG layout, "id;label" lines
 #   images/<label>/*.jpg (+ some .png)      image folder
+#   mixed/videos/<id>/<id>.mp4 + mixed/videos.json, mixed/<class>.json
+#                                           the mixed-shapes set: 10 real
+#                                           clips of 68-795 frames, 160x120 to
+#                                           1280x720, retimed to 25 fps so
+#                                           that `--frame_rate 25` keeps every
+#                                           source frame; <class> = small,
+#                                           medium, large (short edge <= 144,
+#                                           145-383, >= 384)
 #
 # Needs: ffmpeg with libx264 and libvpx, apt-get (Debian), and the Python
 # environment of scripts/python-env.sh (for pip download and Pillow).
 set -euo pipefail
 
 CORPUS_VERSION=1
+MIXED_VERSION=1
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ROOT="${GULP_BENCH_CORPUS:-$REPO/bench-corpus}"
 JOBS="$(nproc)"
@@ -351,6 +360,68 @@ PY
     stamp images
 }
 
+# ---------------------------------------------------------------- mixed shapes
+# One line per item: id, label, source, frames kept, ffmpeg filter (after
+# retiming). Frame sizes and lengths as real datasets mix them: small frames
+# that a 128-px loader decodes at full scale or up-samples, large ones it
+# decodes at 1/4, short items and one of 795 frames (about 1 GB of pixels).
+mixed_list() {
+    local V="$EX/media/videos"
+    echo "mixed_carphone_176x144 carphone $V/carphone_pristine.mp4 120 null"
+    echo "mixed_box_160x120 box $V/box.mp4 200 scale=160:120"
+    echo "mixed_cup_160x120 cup $V/cup.mp4 217 scale=160:120"
+    echo "mixed_tree_320x240 tree $V/tree.avi 68 null"
+    echo "mixed_cup_256x256 cup $V/cup.mp4 217 crop=480:480,scale=256:256"
+    echo "mixed_bikes_640x272 bikes $V/bikes.mp4 250 null"
+    echo "mixed_box_640x480 box $V/box.mp4 456 null"
+    echo "mixed_megamind_720x528 megamind $V/Megamind.avi 270 null"
+    echo "mixed_vtest_768x576 pedestrians $V/vtest.avi 795 null"
+    echo "mixed_bigbuckbunny_1280x720 bigbuckbunny $V/bigbuckbunny.mp4 132 null"
+}
+
+build_mixed() {
+    [ "$(cat "$ROOT/.stamp-mixed" 2>/dev/null)" = "$MIXED_VERSION" ] && return 0
+    log "making the mixed-shapes set"
+    local tmp="$ROOT/mixed.tmp" id label src n filter
+    rm -rf "$tmp" "$ROOT/mixed"
+    mkdir -p "$tmp/videos"
+    mixed_list >"$tmp/items.txt"
+    while read -r id label src n filter; do
+        mkdir -p "$tmp/videos/$id"
+        # setpts: every source frame becomes one frame at 25 fps (no frame
+        # dropped or repeated); crf 18 keeps the source's detail.
+        ffmpeg -nostdin -v fatal -y -i "$src" -frames:v "$n" \
+            -vf "setpts=N/25/TB,$filter" -r 25 -fps_mode cfr -c:v libx264 -preset veryfast \
+            -crf 18 -pix_fmt yuv420p -threads "$JOBS" -an -movflags +faststart \
+            "$tmp/videos/$id/$id.mp4"
+    done <"$tmp/items.txt"
+    "$PY" - "$tmp" <<'PY'
+import json, os, subprocess, sys
+tmp = sys.argv[1]
+classes = {"small": [], "medium": [], "large": []}
+entries = []
+for line in open(os.path.join(tmp, "items.txt")):
+    id_, label = line.split()[:2]
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+         "stream=width,height,nb_read_frames", "-of", "json",
+         os.path.join(tmp, "videos", id_, id_ + ".mp4")],
+        capture_output=True, text=True, check=True).stdout
+    s = json.loads(out)["streams"][0]
+    short = min(int(s["width"]), int(s["height"]))
+    cls = "small" if short <= 144 else "medium" if short < 384 else "large"
+    print(f"  {id_}: {s['width']}x{s['height']}, {s['nb_read_frames']} frames, {cls}")
+    entries.append({"id": id_, "template": label})
+    classes[cls].append(entries[-1])
+json.dump(entries, open(os.path.join(tmp, "videos.json"), "w"), indent=1)
+for cls, items in classes.items():
+    json.dump(items, open(os.path.join(tmp, cls + ".json"), "w"), indent=1)
+PY
+    rm "$tmp/items.txt"
+    mv "$tmp" "$ROOT/mixed"
+    echo "$MIXED_VERSION" >"$ROOT/.stamp-mixed"
+}
+
 # ---------------------------------------------------------------- summary
 summary() {
     "$PY" - "$ROOT" <<'PY'
@@ -405,5 +476,6 @@ extract
 build_videos
 build_frames
 build_images
+build_mixed
 log "corpus ready in $ROOT ($((SECONDS - start)) s)"
 summary

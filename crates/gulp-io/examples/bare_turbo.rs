@@ -7,15 +7,22 @@
 //!
 //! ```text
 //! cargo run --release -p gulp-io --example bare_turbo -- <dir> [--scale 1/2 | --short-edge 128]
-//!     [--threads 2] [--passes 5] [--json]
+//!     [--threads 2] [--passes 5] [--per-item 8] [--resample 128:112] [--json]
 //! ```
 //!
 //! `--scale N/D` decodes every frame at that DCT scaling factor; `--short-edge
 //! S` picks, per frame, the smallest factor n/8 whose scaled short edge is at
 //! least S (full size when none is): the decoding a loader that resizes to a
 //! short edge of S does. `--threads N` decodes with N threads taking frames
-//! from a shared counter (default 1). Prints the best pass in frames/s (and
-//! with `--json` one JSON object).
+//! from a shared counter (default 1). `--per-item N` decodes N frames of each
+//! item (the centres of N equal segments, as a TSN clip in evaluation takes
+//! them) instead of every frame: the frames a clip loader decodes, weighted
+//! as it weights them (by item, not by frame). `--resample S:C` adds, after
+//! each decode, the resampling a loader with `resize=S, size=C` does: the
+//! centred square crop of side C·(short edge)/S of the decoded frame to C×C,
+//! with the loader's filter (fast_image_resize's bilinear convolution, one
+//! reused resizer). Prints the best pass in frames/s (and with `--json` one
+//! JSON object).
 #![allow(unsafe_code)] // a loop straight on the C API is the point
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 
@@ -24,6 +31,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use fast_image_resize::images::{Image as FirImage, ImageRef};
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use gulp_io::{GulpDirectory, ReadMode};
 use turbojpeg_sys as tj;
 
@@ -43,6 +52,8 @@ struct Args {
     scaling: Scaling,
     threads: usize,
     passes: usize,
+    per_item: Option<usize>,
+    resample: Option<(usize, usize)>,
     json: bool,
 }
 
@@ -52,6 +63,8 @@ fn parse() -> Result<Args, BoxError> {
         scaling: Scaling::Fixed(tj::tjscalingfactor { num: 1, denom: 1 }),
         threads: 1,
         passes: 5,
+        per_item: None,
+        resample: None,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -79,6 +92,22 @@ fn parse() -> Result<Args, BoxError> {
                 }
             }
             "--passes" => args.passes = it.next().ok_or("--passes needs N")?.parse()?,
+            "--per-item" => {
+                let n: usize = it.next().ok_or("--per-item needs N")?.parse()?;
+                if n == 0 {
+                    return Err("--per-item needs N >= 1".into());
+                }
+                args.per_item = Some(n);
+            }
+            "--resample" => {
+                let v = it.next().ok_or("--resample needs S:C")?;
+                let (s, c) = v.split_once(':').ok_or("--resample needs S:C")?;
+                let (s, c): (usize, usize) = (s.parse()?, c.parse()?);
+                if c == 0 || c > s {
+                    return Err("--resample S:C needs 1 <= C <= S".into());
+                }
+                args.resample = Some((s, c));
+            }
             "--json" => args.json = true,
             _ if args.dir.is_empty() => args.dir = arg,
             _ => return Err(format!("unexpected argument {arg}").into()),
@@ -87,26 +116,53 @@ fn parse() -> Result<Args, BoxError> {
     if args.dir.is_empty() {
         return Err(
             "usage: bare_turbo <dir> [--scale N/D | --short-edge S] [--threads N] \
-                    [--passes N] [--json]"
+                    [--passes N] [--per-item N] [--resample S:C] [--json]"
                 .into(),
         );
     }
     Ok(args)
 }
 
-/// Every frame of the directory, in chunk and item order.
-fn frames(dir: &str) -> Result<Vec<Vec<u8>>, BoxError> {
+/// The frames of the directory, in chunk and item order: every frame, or
+/// `per_item` of each item (segment centres; all of a shorter item).
+fn frames(dir: &str, per_item: Option<usize>) -> Result<Vec<Vec<u8>>, BoxError> {
     let gulp = GulpDirectory::open_with(dir, ReadMode::Mmap)?;
     let mut out = Vec::new();
     for index in 0..gulp.chunks().len() {
         let reader = gulp.reader(index)?;
         for (id, item) in reader.meta().iter() {
-            for (k, fi) in item.frame_info.iter().enumerate() {
-                out.push(reader.read(id, k, fi)?.into_owned());
+            let n = item.frame_info.len();
+            let picked: Vec<usize> = match per_item {
+                Some(k) if k < n => (0..k).map(|i| (2 * i + 1) * n / (2 * k)).collect(),
+                _ => (0..n).collect(),
+            };
+            for k in picked {
+                out.push(reader.read(id, k, &item.frame_info[k])?.into_owned());
             }
         }
     }
     Ok(out)
+}
+
+/// Resamples the centred crop that `resize = S, size = C` takes of a
+/// `w` x `h` RGB frame to C x C.
+fn resample(
+    resizer: &mut Resizer,
+    rgb: &[u8],
+    (w, h): (usize, usize),
+    (s, c): (usize, usize),
+    out: &mut Vec<u8>,
+) -> Result<(), BoxError> {
+    let side = (c as f64 * w.min(h) as f64 / s as f64).min(w.min(h) as f64);
+    let (cx, cy) = ((w as f64 - side) / 2.0, (h as f64 - side) / 2.0);
+    out.resize(c * c * 3, 0);
+    let src = ImageRef::new(w as u32, h as u32, &rgb[..w * h * 3], PixelType::U8x3)?;
+    let mut dst = FirImage::from_slice_u8(c as u32, c as u32, out, PixelType::U8x3)?;
+    let options = ResizeOptions::new()
+        .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
+        .crop(cx, cy, side, side);
+    resizer.resize(&src, &mut dst, &options)?;
+    Ok(())
 }
 
 /// `dim` scaled by `f`, rounded up (libjpeg-turbo's `TJSCALED`).
@@ -171,8 +227,14 @@ impl Decoder {
         Ok(decoder)
     }
 
-    /// Decodes one frame into `buf` (grown when needed); its pixel count.
-    fn decode(&self, jpeg: &[u8], scaling: Scaling, buf: &mut Vec<u8>) -> Result<u64, BoxError> {
+    /// Decodes one frame into `buf` (grown when needed); its width, height
+    /// and channels.
+    fn decode(
+        &self,
+        jpeg: &[u8],
+        scaling: Scaling,
+        buf: &mut Vec<u8>,
+    ) -> Result<(usize, usize, usize), BoxError> {
         let handle = self.0;
         // SAFETY (all calls below): the handle is a valid decompressor, the
         // JPEG slice is readable for its length, and `buf` is grown to
@@ -212,7 +274,7 @@ impl Decoder {
                     format as c_int,
                 ),
             )?;
-            Ok((w * h) as u64)
+            Ok((w as usize, h as usize, channels as usize))
         }
     }
 }
@@ -224,10 +286,28 @@ impl Drop for Decoder {
     }
 }
 
-/// Per thread: its decoder and output buffer, kept across passes.
+/// Per thread: its decoder, resizer and buffers, kept across passes.
 struct Worker {
     decoder: Decoder,
     buf: Vec<u8>,
+    resizer: Resizer,
+    out: Vec<u8>,
+}
+
+impl Worker {
+    /// Decodes (and resamples) one frame; the pixels decoded.
+    fn frame(
+        &mut self,
+        jpeg: &[u8],
+        scaling: Scaling,
+        resample_to: Option<(usize, usize)>,
+    ) -> Result<u64, BoxError> {
+        let (w, h, channels) = self.decoder.decode(jpeg, scaling, &mut self.buf)?;
+        if let (Some(sc), 3) = (resample_to, channels) {
+            resample(&mut self.resizer, &self.buf, (w, h), sc, &mut self.out)?;
+        }
+        Ok((w * h) as u64)
+    }
 }
 
 // SAFETY: a TurboJPEG handle has no thread affinity; each is used by one
@@ -237,11 +317,16 @@ unsafe impl Send for Worker {}
 
 /// One pass over `frames` with one thread per worker, each taking the next
 /// frame from a shared counter; the pixels decoded.
-fn pass(workers: &mut [Worker], frames: &[Vec<u8>], scaling: Scaling) -> Result<u64, BoxError> {
+fn pass(
+    workers: &mut [Worker],
+    frames: &[Vec<u8>],
+    scaling: Scaling,
+    resample_to: Option<(usize, usize)>,
+) -> Result<u64, BoxError> {
     if let [one] = workers {
         let mut pixels = 0;
         for jpeg in frames {
-            pixels += one.decoder.decode(jpeg, scaling, &mut one.buf)?;
+            pixels += one.frame(jpeg, scaling, resample_to)?;
         }
         return Ok(pixels);
     }
@@ -258,7 +343,7 @@ fn pass(workers: &mut [Worker], frames: &[Vec<u8>], scaling: Scaling) -> Result<
                         let Some(jpeg) = frames.get(i) else {
                             return Ok(pixels);
                         };
-                        pixels += w.decoder.decode(jpeg, scaling, &mut w.buf)?;
+                        pixels += w.frame(jpeg, scaling, resample_to)?;
                     }
                 })
             })
@@ -273,22 +358,24 @@ fn pass(workers: &mut [Worker], frames: &[Vec<u8>], scaling: Scaling) -> Result<
 
 fn run() -> Result<(), BoxError> {
     let args = parse()?;
-    let frames = frames(&args.dir)?;
+    let frames = frames(&args.dir, args.per_item)?;
     let bytes: usize = frames.iter().map(Vec::len).sum();
     let mut workers = (0..args.threads)
         .map(|_| {
             Ok(Worker {
                 decoder: Decoder::new()?,
                 buf: Vec::new(),
+                resizer: Resizer::new(),
+                out: Vec::new(),
             })
         })
         .collect::<Result<Vec<_>, BoxError>>()?;
     let mut best = f64::INFINITY;
     let mut pixels = 0;
-    pass(&mut workers, &frames, args.scaling)?; // warm-up
+    pass(&mut workers, &frames, args.scaling, args.resample)?; // warm-up
     for _ in 0..args.passes {
         let start = Instant::now();
-        pixels = pass(&mut workers, &frames, args.scaling)?;
+        pixels = pass(&mut workers, &frames, args.scaling, args.resample)?;
         best = best.min(start.elapsed().as_secs_f64());
     }
     let n = frames.len() as f64;
@@ -297,11 +384,15 @@ fn run() -> Result<(), BoxError> {
         Scaling::Fixed(f) => format!("{}/{}", f.num, f.denom),
         Scaling::ShortEdge(s) => format!("short-edge>={s}"),
     };
+    let per_item = args.per_item.map_or("null".to_owned(), |n| n.to_string());
+    let resample_to = args
+        .resample
+        .map_or("null".to_owned(), |(s, c)| format!("\"{s}:{c}\""));
     if args.json {
         println!(
             "{{\"frames\": {}, \"bytes\": {bytes}, \"scale\": \"{scale}\", \"threads\": {}, \
-             \"passes\": {}, \"best_s\": {best}, \"frames_per_s\": {rate}, \
-             \"megapixels_per_s\": {}}}",
+             \"passes\": {}, \"per_item\": {per_item}, \"resample\": {resample_to}, \
+             \"best_s\": {best}, \"frames_per_s\": {rate}, \"megapixels_per_s\": {}}}",
             frames.len(),
             args.threads,
             args.passes,
@@ -309,8 +400,8 @@ fn run() -> Result<(), BoxError> {
         );
     } else {
         println!(
-            "{} frames, scale {scale}, {} thread(s): {rate:.1} frames/s, {:.1} MP/s \
-             (best of {} passes)",
+            "{} frames, scale {scale}, per item {per_item}, resample {resample_to}, {} thread(s): \
+             {rate:.1} frames/s, {:.1} MP/s (best of {} passes)",
             frames.len(),
             args.threads,
             pixels as f64 / best / 1e6,
