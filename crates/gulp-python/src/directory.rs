@@ -28,6 +28,64 @@ pub(crate) struct Directory {
     views: Vec<PyOnceLock<Py<PyMemoryView>>>,
 }
 
+/// The frames of one `read`.
+enum Decoded {
+    /// All in one mapping, one after another, each of `shape`.
+    Item { map: memmap2::MmapMut, shape: Shape },
+    /// Each in a buffer of its own (from the pool).
+    Frames(Vec<(Shape, Vec<u8>)>),
+}
+
+/// Decodes frames `indices` of `id`: into one mapping when they share their
+/// decoded shape and come to more than [`pool::ITEM_BYTES`] (a long item),
+/// else each into a pooled buffer.
+fn decode_frames(
+    reader: &ChunkReader,
+    id: &str,
+    indices: &[usize],
+    options: &DecodeOptions,
+) -> gulp_io::Result<Decoded> {
+    if let [first, _, ..] = indices {
+        let shape = reader.with_frame(id, *first, options.codec, |frame| {
+            Ok(frame.header().output_shape(options))
+        })?;
+        let len = shape.len();
+        let total = len.saturating_mul(indices.len());
+        if total > pool::ITEM_BYTES {
+            let mut map = pool::take_item(total).map_err(|source| {
+                gulp_io::Error::from(gulp_io::ErrorKind::Io {
+                    op: "mapping memory for the frames of an item of",
+                    path: reader.data_path().to_owned(),
+                    source,
+                })
+            })?;
+            let mut same = true;
+            for (slot, &k) in indices.iter().enumerate() {
+                let out = &mut map[slot * len..(slot + 1) * len];
+                same = reader.with_frame(id, k, options.codec, |frame| {
+                    if frame.header().output_shape(options) != shape {
+                        return Ok(false);
+                    }
+                    frame.decode_into(options, out)?;
+                    Ok(true)
+                })?;
+                if !same {
+                    break;
+                }
+            }
+            if same {
+                return Ok(Decoded::Item { map, shape });
+            }
+            // Frames of several sizes: one buffer each, below.
+        }
+    }
+    indices
+        .iter()
+        .map(|&k| reader.decode_frame_with(id, k, options, |shape| pool::take(shape.len())))
+        .collect::<gulp_io::Result<_>>()
+        .map(Decoded::Frames)
+}
+
 /// How to decode, from the keyword arguments of `read`.
 pub(crate) fn decode_options(
     color: Option<&str>,
@@ -407,21 +465,23 @@ impl Directory {
     ) -> PyResult<Bound<'py, PyList>> {
         let options = decode_options(color, scale, crop, dct, upsampling, strict, codec)?;
         let (reader, n) = self.locate(py, id)?;
-        let indices = resolve(sel, n, id)?;
-        let decode =
-            |k: usize| reader.decode_frame_with(id, k, &options, |shape| pool::take(shape.len()));
-        let frames = py
-            .detach(|| -> gulp_io::Result<Vec<(Shape, Vec<u8>)>> {
-                match indices {
-                    None => (0..n).map(decode).collect(),
-                    Some(ix) => ix.into_iter().map(decode).collect(),
-                }
-            })
+        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        let decoded = py
+            .detach(|| decode_frames(reader, id, &indices, &options))
             .map_err(io_err)?;
-        pool::note_call(frames.iter().map(|(_, buf)| buf.capacity()).sum());
         let list = PyList::empty(py);
-        for (shape, buf) in frames {
-            list.append(pool::frame_array(py, buf, shape)?)?;
+        match decoded {
+            Decoded::Item { map, shape } => {
+                for array in pool::item_arrays(py, map, shape, indices.len())? {
+                    list.append(array)?;
+                }
+            }
+            Decoded::Frames(frames) => {
+                pool::note_call(frames.iter().map(|(_, buf)| buf.capacity()).sum());
+                for (shape, buf) in frames {
+                    list.append(pool::frame_array(py, buf, shape)?)?;
+                }
+            }
         }
         Ok(list)
     }

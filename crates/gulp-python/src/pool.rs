@@ -14,6 +14,16 @@
 //! miss the pool and be allocated and zeroed again). It is only ever
 //! `try_lock`ed, so a fork while another thread holds the lock cannot
 //! deadlock the child (it allocates instead).
+//!
+//! A call that decodes more than [`ITEM_BYTES`] of same-sized frames (a
+//! long item: 795 frames of 768×576 are 1 GB) decodes them into one
+//! anonymous mapping instead ([`take_item`]): one allocation, huge pages
+//! where the kernel gives them (a 2 MB page is one fault where 4 kB pages
+//! are 512), frames written one after another. The arrays are views of it;
+//! when the last is freed the mapping is kept as the one spare for the next
+//! such call, or unmapped if a spare is kept already. The steady state of a
+//! loop over long items is thus the item in use and at most one spare, not
+//! the per-frame pool's up to [`MAX_POOL_BYTES`] on top.
 
 #![allow(unsafe_code)]
 
@@ -22,6 +32,7 @@ use std::ptr::NonNull;
 use std::sync::Mutex;
 
 use gulp_io::Shape;
+use memmap2::{MmapMut, MmapOptions};
 use ndarray::{ArrayView2, ArrayView3};
 use numpy::{PyArray2, PyArray3};
 use pyo3::prelude::*;
@@ -30,6 +41,130 @@ use pyo3::prelude::*;
 pub(crate) const MIN_POOL_BYTES: usize = 32 << 20;
 /// The most the pool may keep for reuse, whatever the calls decode.
 pub(crate) const MAX_POOL_BYTES: usize = 512 << 20;
+/// Calls decoding more than this (of frames of one size) use one mapping.
+pub(crate) const ITEM_BYTES: usize = 8 << 20;
+
+/// The mapping of the last long item whose arrays were all freed.
+static SPARE: Mutex<Option<MmapMut>> = Mutex::new(None);
+
+/// A writable anonymous mapping of at least `len` bytes for one call's
+/// frames: the spare when it is large enough (its pages are mapped already:
+/// nothing to fault in or zero), else a new one (the spare, too small, is
+/// unmapped first, so that the process never holds more than the largest
+/// item it decodes, as gulpio2's peak).
+pub(crate) fn take_item(len: usize) -> std::io::Result<MmapMut> {
+    // The process is at its largest while a long item is alive: the
+    // per-frame buffers kept for short calls are given back first.
+    let kept = POOL.try_lock().ok().map(|mut pool| {
+        pool.bytes = 0;
+        pool.limit = MIN_POOL_BYTES;
+        std::mem::take(&mut pool.free)
+    });
+    drop(kept);
+    let spare = SPARE.try_lock().ok().and_then(|mut spare| spare.take());
+    if let Some(map) = spare
+        && map.len() >= len
+    {
+        return Ok(map);
+    }
+    let map = MmapOptions::new().len(len.max(1)).map_anon()?;
+    // Huge pages when the kernel's policy is `madvise` (a hint; refused
+    // elsewhere, which changes nothing but speed).
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::HugePage);
+    Ok(map)
+}
+
+/// Keeps `map` as the spare (unmapping the one it replaces).
+fn give_item(map: MmapMut) {
+    let old = match SPARE.try_lock() {
+        Ok(mut spare) => spare.replace(map),
+        Err(_) => Some(map),
+    };
+    drop(old); // unmapped here, unlocked
+}
+
+/// Owns the mapping of one call's frames while numpy arrays view it.
+#[pyclass(frozen, module = "gulp._gulp")]
+pub(crate) struct ItemPixels {
+    map: Mutex<Option<MmapMut>>,
+    ptr: NonNull<u8>,
+}
+
+// SAFETY: the arrays only read and write through `ptr`, into the mapping
+// that `map` keeps alive; Rust touches the mapping only in `drop`.
+unsafe impl Send for ItemPixels {}
+unsafe impl Sync for ItemPixels {}
+
+impl Drop for ItemPixels {
+    fn drop(&mut self) {
+        let map = self
+            .map
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(map) = map {
+            give_item(map);
+        }
+    }
+}
+
+/// Frames decoded one after another into `map`, each `shape`, as a list of
+/// `count` numpy arrays that view it (writeable) and keep it mapped.
+pub(crate) fn item_arrays<'py>(
+    py: Python<'py>,
+    mut map: MmapMut,
+    shape: Shape,
+    count: usize,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    assert!(
+        shape.len() * count <= map.len(),
+        "decoded frames larger than their mapping"
+    );
+    let ptr = NonNull::new(map.as_mut_ptr()).unwrap_or(NonNull::dangling());
+    let owner = Bound::new(
+        py,
+        ItemPixels {
+            map: Mutex::new(Some(map)),
+            ptr,
+        },
+    )?;
+    (0..count)
+        .map(|k| {
+            // SAFETY: frame k's `shape.len()` bytes lie inside the mapping
+            // (checked above), which `owner`, each array's base object,
+            // keeps mapped and never moves until every array is gone.
+            let at = unsafe { owner.get().ptr.as_ptr().add(k * shape.len()) };
+            unsafe { view_array(at, shape, owner.clone().into_any()) }
+        })
+        .collect()
+}
+
+/// A numpy array of `shape` over the bytes at `ptr`, kept alive by `base`.
+///
+/// # Safety
+/// `ptr` must point to `shape.len()` initialised bytes that stay allocated
+/// and unmoved while `base` lives.
+unsafe fn view_array<'py>(
+    ptr: *mut u8,
+    shape: Shape,
+    base: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: as the caller promises; the array's base object is `base`.
+    let array = unsafe {
+        if shape.channels == 1 {
+            let view = ArrayView2::from_shape_ptr((shape.height, shape.width), ptr.cast_const());
+            PyArray2::<u8>::borrow_from_array(&view, base).into_any()
+        } else {
+            let view = ArrayView3::from_shape_ptr(
+                (shape.height, shape.width, shape.channels),
+                ptr.cast_const(),
+            );
+            PyArray3::<u8>::borrow_from_array(&view, base).into_any()
+        }
+    };
+    Ok(array)
+}
 
 struct Pool {
     free: Vec<Vec<u8>>,
@@ -153,17 +288,5 @@ pub(crate) fn frame_array<'py>(
     // `owner` keeps allocated (and never touches) until it is dropped; the
     // array's base object is `owner`, so the array and its views cannot
     // outlive the buffer. The buffer is not reallocated meanwhile.
-    let array = unsafe {
-        if shape.channels == 1 {
-            let view = ArrayView2::from_shape_ptr((shape.height, shape.width), ptr.cast_const());
-            PyArray2::<u8>::borrow_from_array(&view, owner.into_any()).into_any()
-        } else {
-            let view = ArrayView3::from_shape_ptr(
-                (shape.height, shape.width, shape.channels),
-                ptr.cast_const(),
-            );
-            PyArray3::<u8>::borrow_from_array(&view, owner.into_any()).into_any()
-        }
-    };
-    Ok(array)
+    unsafe { view_array(ptr, shape, owner.into_any()) }
 }
