@@ -34,13 +34,19 @@ receives every batch in order and reads a byte of each clip.
                 with pip when missing (--no-decord skips it; if it cannot be
                 installed or imported the row is left out, with the reason).
   (c) codec     the bare_turbo example of gulp-io: 2 threads of libjpeg-turbo
-                (fast DCT) decoding every frame of --real held in memory,
-                each at the smallest DCT scale n/8 whose short edge is still
-                >= 128; frames/s / 8. No reading, resizing or cropping: the
-                decoding a clip needs, at most. (Weighting: every frame once,
-                while clips take 8 frames of each item whatever its length;
-                the mean frame of the directory has 0.29 MP, the mean of the
-                per-item means 0.28 MP on the comparison corpus.) Built with
+                (fast DCT) decoding frames of --real held in memory, each at
+                the smallest DCT scale n/8 whose short edge is still >= 128;
+                frames/s / 8. No reading, resizing or cropping: the decoding
+                a clip needs, at most. Three loops: `codec`, 8 frames of
+                each item (the centres of 8 segments: frames weighted as
+                clips weight them, by item, whatever the item's length: the
+                codec limit); `codec_resample`, the same plus the resample a
+                clip needs, bare (the centred crop of side 112/128 of the
+                short edge to 112x112 with the loader's filter): the limit
+                when the resample is work the decode-only loop leaves out,
+                as on frames of short edge <= 144; `codec_frames`, every
+                frame once (frames weighted by item length: the long items
+                of a mixed set count hundreds of times). Built with
                 `cargo build --release -p gulp-io --example bare_turbo`.
   (d) gulp      gulp.ClipLoader(--real, frames=8, sampling="segments",
                 resize=128, size=112, crop="random", flip=True, batch_size=8,
@@ -51,6 +57,12 @@ receives every batch in order and reads a byte of each clip.
 target/compare/real-8fps: scripts/compare.sh makes it with gulpio2's
 gulp2_20bn_json_videos at --frame_rate 8, no resize, from the corpus of
 scripts/bench-corpus.sh (--videos/<id>/<id>.mp4).
+
+--mixed DIR runs gulpio2, the codec loops and gulp (not decord) on each
+frame-size class of the mixed-shapes set, DIR/<class>-x for class in all,
+small, medium, large (scripts/mixed_dirs.py; the clips repeated to 160
+items or more, so that an epoch holds 20 batches, as a real dataset's many),
+and prints one row per class.
 
 Each pipeline runs in a fresh interpreter (`--worker NAME`; the heap of one
 measurement changes the speed of the next). Each loader first makes one
@@ -88,9 +100,12 @@ PIPELINES = ("gulpio2", "decord", "codec", "gulp")
 DESCRIPTIONS = {
     "gulpio2": "gulpio2 GulpDirectory + PIL, 2 processes",
     "decord": "decord VideoReader on the mp4, 2 processes",
-    "codec": "bare libjpeg-turbo, 2 threads, DCT-scaled (codec limit)",
+    "codec": "bare libjpeg-turbo, 2 threads, DCT-scaled, 8 frames per item (codec limit)",
+    "codec_resample": "the same + the loader's resample of a centred crop, bare",
+    "codec_frames": "bare libjpeg-turbo, 2 threads, DCT-scaled, every frame once",
     "gulp": "gulp.ClipLoader, threads=2",
 }
+CLASSES = ("all", "small", "medium", "large")
 
 
 def log(msg):
@@ -448,16 +463,23 @@ def bare_turbo():
 
 
 def run_codec(args, plan):
+    """The codec limits: {variant: figures} for the three loops of (c)."""
     exe, reason = bare_turbo()
     if exe is None:
         return {"skipped": reason}
-    cmd = [exe, plan["real"], "--threads", str(plan["workers"]), "--short-edge", str(plan["resize"]),
-           "--passes", str(args.passes or (1 if args.quick else 5)), "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"skipped": f"{' '.join(cmd)} failed: {r.stderr.strip()[-500:]}"}
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    out["clips_per_s"] = out["frames_per_s"] / plan["frames"]
+    out = {}
+    for variant, extra in (("codec", ["--per-item", str(plan["frames"])]),
+                           ("codec_resample", ["--per-item", str(plan["frames"]), "--resample",
+                                               f"{plan['resize']}:{plan['size']}"]),
+                           ("codec_frames", [])):
+        cmd = [exe, plan["real"], "--threads", str(plan["workers"]), "--short-edge", str(plan["resize"]),
+               "--passes", str(args.passes or (1 if args.quick else 5)), "--json", *extra]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            return {"skipped": f"{' '.join(cmd)} failed: {r.stderr.strip()[-500:]}"}
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        res["clips_per_s"] = res["frames_per_s"] / plan["frames"]
+        out[variant] = res
     return out
 
 
@@ -487,6 +509,7 @@ def main():
     p.add_argument("--no-decord", action="store_true", help="leave decord out (no pip install)")
     p.add_argument("--seed", type=int, default=0, help="shuffling and augmentation seed (default 0)")
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
+    p.add_argument("--mixed", metavar="DIR", help="per frame-size class: DIR/<class>-x (scripts/mixed_dirs.py)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--plan", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -501,13 +524,27 @@ def main():
         p.error(f"unknown pipelines {sorted(unknown)}")
     if a.no_decord and "decord" in names:
         names.remove("decord")
+    if a.mixed:
+        names = [n for n in names if n != "decord"]
+        for cls in CLASSES:
+            if not os.path.isdir(os.path.join(a.mixed, cls + "-x")):
+                p.error(f"{a.mixed}/{cls}-x is not a directory (scripts/mixed_dirs.py makes it)")
+        per_class = {}
+        for cls in CLASSES:
+            log(f"== class {cls}")
+            per_class[cls] = measure(a, os.path.join(a.mixed, cls + "-x"), names, quiet=True)
+        mixed_table(per_class, a)
+        return
     if not os.path.isdir(a.real):
         p.error(f"{a.real} is not a directory (scripts/compare.sh makes target/compare/real-8fps)")
+    measure(a, a.real, names)
 
+
+def read_plan(a, real):
+    """The items of `real` and the settings every pipeline shares."""
     import gulpio2
-    import simplejpeg
 
-    g2 = gulpio2.GulpDirectory(a.real)
+    g2 = gulpio2.GulpDirectory(real)
     items = []
     for id_, m in g2.merged_meta_dict.items():
         meta = m["meta_data"][0] if m["meta_data"] else {}
@@ -516,13 +553,23 @@ def main():
         items.append({"id": id_, "frames": len(m["frame_info"]), "label": int(meta.get("idx", -1)),
                       "width": w, "height": h})
     del g2
-    plan = {"real": os.path.abspath(a.real), "items": items, "fps": a.fps, "frames": 8, "resize": 128,
+    plan = {"real": os.path.abspath(real), "items": items, "fps": a.fps, "frames": 8, "resize": 128,
             "size": 112, "batch_size": 8, "workers": 2, "prefetch": 2, "seed": a.seed, "epochs": a.epochs,
             "seconds": a.seconds or (2.0 if a.quick else 10.0)}
     too_small = [it["id"] for it in items if min(it["width"], it["height"]) < plan["size"]]
     if too_small:
-        p.error(f"items smaller than {plan['size']} px: {too_small[:5]}")
+        sys.exit(f"bench_loader.py: items smaller than {plan['size']} px: {too_small[:5]}")
+    return items, plan
 
+
+def measure(a, real, names, quiet=False):
+    """Runs the pipelines `names` on the directory `real`; prints their
+    table (unless `quiet`) and returns the figures."""
+    import gulpio2
+    import simplejpeg
+
+    names = list(names)
+    items, plan = read_plan(a, real)
     results, versions = {}, {"gulpio2": gulpio2.__version__, "simplejpeg": simplejpeg.__version__}
     if "decord" in names:
         decord, reason = ensure_decord()
@@ -541,13 +588,13 @@ def main():
 
     log(f"python {sys.version.split()[0]}, numpy {np.__version__}, "
         + ", ".join(f"{k} {v}" for k, v in versions.items()) + f"; load {os.getloadavg()}")
-    subprocess.run(f"cat '{a.real}'/* > /dev/null", shell=True, check=True)  # warm the page cache
+    subprocess.run(f"cat '{real}'/* > /dev/null", shell=True, check=True)  # warm the page cache
     if "decord" in names:
         for it in items:
             with open(it["video"]["path"], "rb") as f:
                 f.read()
     n_clips = len(items) // plan["batch_size"] * plan["batch_size"]
-    log(f"{len(items)} items, {sum(it['frames'] for it in items)} frames at {a.fps:g} fps; "
+    log(f"{real}: {len(items)} items, {sum(it['frames'] for it in items)} frames at {a.fps:g} fps; "
         f"{n_clips} clips per epoch; "
         + (f"{a.epochs} epochs" if a.epochs else f"at least {plan['seconds']:g} s") + " per loader")
 
@@ -560,7 +607,17 @@ def main():
             if name not in names:
                 continue
             log(f"{name}: running ...")
-            r = run_codec(a, plan) if name == "codec" else run_worker(name, plan_path, timeout)
+            if name == "codec":
+                r = run_codec(a, plan)
+                if "skipped" in r:
+                    results[name] = r
+                    log(f"{name}: left out: {r['skipped']}")
+                else:
+                    results.update(r)
+                    log("codec: " + ", ".join(f"{k} {v['clips_per_s']:,.1f}" for k, v in r.items())
+                        + " clips/s")
+                continue
+            r = run_worker(name, plan_path, timeout)
             results[name] = r
             if "skipped" in r:
                 log(f"{name}: left out: {r['skipped']}")
@@ -569,40 +626,79 @@ def main():
 
     gulp_rate = results.get("gulp", {}).get("clips_per_s")
     rows = []
-    print(f"\n{len(items)} items of {a.real}, batches of 8 clips x 8 frames, 112x112 crops of the "
-          f"short edge resized to 128; load {os.getloadavg()[0]:.2f}\n")
-    print("| pipeline | clips/s | frames/s | run | gulp ÷ this |\n|---|---|---|---|---|")
-    for name in PIPELINES:
-        r = results.get(name)
-        if r is None:
-            continue
+    shown_names = [n for n in ("gulpio2", "decord", "codec", "codec_resample", "codec_frames", "gulp")
+                   if n in results]
+    if not quiet:
+        print(f"\n{len(items)} items of {real}, batches of 8 clips x 8 frames, 112x112 crops of the "
+              f"short edge resized to 128; load {os.getloadavg()[0]:.2f}\n")
+        print("| pipeline | clips/s | frames/s | run | gulp ÷ this |\n|---|---|---|---|---|")
+    for name in shown_names:
+        r = results[name]
         if "skipped" in r:
-            print(f"| {DESCRIPTIONS[name]} | - | - | left out: {r['skipped'].splitlines()[0][:100]} | - |")
+            if not quiet:
+                print(f"| {DESCRIPTIONS[name]} | - | - | left out: {r['skipped'].splitlines()[0][:100]} | - |")
             continue
         rate = r["clips_per_s"]
-        n = r["passes"] if name == "codec" else r["epochs"]
-        run = (f"best of {n} pass{'es' if n != 1 else ''}" if name == "codec"
+        is_codec = name.startswith("codec")
+        n = r["passes"] if is_codec else r["epochs"]
+        run = (f"best of {n} pass{'es' if n != 1 else ''}" if is_codec
                else f"{n} epoch{'s' if n != 1 else ''}, {r['seconds']:.1f} s")
         ratio = gulp_rate / rate if gulp_rate and name != "gulp" else None
         r["ratio_gulp"] = ratio
         rows.append([name, rate, ratio])
         shown = "-" if ratio is None else f"{ratio:.2f}×"
-        print(f"| {DESCRIPTIONS[name]} | {rate:,.1f} | {rate * plan['frames']:,.0f} | {run} | {shown} |")
-    if gulp_rate is None:
+        if not quiet:
+            print(f"| {DESCRIPTIONS[name]} | {rate:,.1f} | {rate * plan['frames']:,.0f} | {run} | {shown} |")
+    if gulp_rate is None and not quiet:
         print("\n(no gulp figure: no ratios)")
-    if a.json:
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
-        out = {"date": time.strftime("%F %T"), "cpu": cpu, "nproc": os.cpu_count(),
-               "kernel": "Linux " + platform.release(), "python": sys.version.split()[0],
-               "numpy": np.__version__, "versions": versions, "load_end": os.getloadavg(),
-               "quick": a.quick, "real": plan["real"], "items": len(items), "clips_per_epoch": n_clips,
-               "settings": {k: plan[k] for k in ("frames", "resize", "size", "batch_size", "workers",
-                                                 "prefetch", "seed", "epochs", "seconds", "fps")},
-               "pipelines": results, "rows": rows}
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-        log(f"figures written to {a.json}")
+    out = {"real": plan["real"], "items": len(items), "clips_per_epoch": n_clips,
+           "frames": sum(it["frames"] for it in items), "versions": versions,
+           "settings": {k: plan[k] for k in ("frames", "resize", "size", "batch_size", "workers",
+                                             "prefetch", "seed", "epochs", "seconds", "fps")},
+           "pipelines": results, "rows": rows}
+    if a.json and not quiet:
+        write_json(a, out)
+    return out
 
+
+def write_json(a, body):
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+    body = {"date": time.strftime("%F %T"), "cpu": cpu, "nproc": os.cpu_count(),
+            "kernel": "Linux " + platform.release(), "python": sys.version.split()[0],
+            "numpy": np.__version__, "load_end": os.getloadavg(), "quick": a.quick, **body}
+    with open(a.json, "w") as f:
+        json.dump(body, f, indent=1)
+    log(f"figures written to {a.json}")
+
+
+def mixed_table(per_class, a):
+    """One row per frame-size class: gulp, gulpio2 and the codec limits."""
+    def rate(res, name):
+        r = res["pipelines"].get(name, {})
+        return r.get("clips_per_s")
+
+    def ratio(x, y, target=None):
+        if not x or not y:
+            return "-"
+        text = f"{x / y:.2f}"
+        return f"**{text}**" if target and x / y < target else text
+
+    print(f"\nThe mixed-shapes set ({a.mixed}), one row per frame-size class (short edge: "
+          "small <= 144, medium 145-383, large >= 384); clips/s, batches of 8 clips x 8 frames, "
+          f"112x112 crops of the short edge resized to 128, 2 threads/processes; load "
+          f"{os.getloadavg()[0]:.2f}\n")
+    print("| class | items (clips/epoch) | gulp.ClipLoader | gulpio2 + PIL | gulp ÷ gulpio2 | codec limit "
+          "(decode) | gulp ÷ limit | decode + resample, bare | gulp ÷ that | every frame once | "
+          "gulp ÷ that |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    for cls, res in per_class.items():
+        g, g2 = rate(res, "gulp"), rate(res, "gulpio2")
+        c, cr, cf = rate(res, "codec"), rate(res, "codec_resample"), rate(res, "codec_frames")
+        fmt = lambda v: "-" if v is None else f"{v:,.1f}"  # noqa: E731
+        print(f"| {cls} | {res['items']} ({res['clips_per_epoch']}) | {fmt(g)} | {fmt(g2)} | "
+              f"{ratio(g, g2)} | {fmt(c)} | {ratio(g, c, 0.95)} | {fmt(cr)} | {ratio(g, cr, 0.95)} | "
+              f"{fmt(cf)} | {ratio(g, cf)} |")
+    if a.json:
+        write_json(a, {"mixed": os.path.abspath(a.mixed), "classes": per_class})
 
 if __name__ == "__main__":
     main()

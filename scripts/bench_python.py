@@ -2,7 +2,7 @@
 """gulp's Python package vs gulpio2 0.0.4, in one process, on the same
 directories (docs/benchmarks.md, "The Python package").
 
-    .venv/bin/python scripts/bench_python.py --real DIR --open DIR [--json]
+    .venv/bin/python scripts/bench_python.py --real DIR --open DIR [--mixed DIR] [--json]
 
 scripts/compare.sh runs it on its directories: `--real` is gulpio2's own
 8 fps ingest of the corpus videos (real frames), `--open` a directory of
@@ -18,6 +18,12 @@ scripts/compare.sh runs it on its directories: `--real` is gulpio2's own
 * raw frames: every frame of every item of --real as JPEG bytes (gulpio2:
   `gd[id]` with an identity `jpeg_decoder`; gulp: `gd.raw(id)`, zero-copy
   memoryviews of the memory map).
+* --mixed DIR: `gd[id]` read + decode, one thread, on each frame-size class
+  of the mixed-shapes set (DIR/<class> for class in all, small, medium,
+  large, made by scripts/mixed_dirs.py: items of 68 to 795 frames), with
+  each side's peak anonymous memory (resident minus file-backed pages, from
+  /proc/self/statm after each call, the item's frames still held: the
+  memory maps of the data files, shared page cache, are not counted).
 
 Ratios are gulp / gulpio2 for rates and gulpio2 / gulp for times.
 """
@@ -49,6 +55,17 @@ def best_rate(fn, count, passes):
 
 def identity(b):
     return b
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+CLASSES = ("all", "small", "medium", "large")
+
+
+def anon_bytes():
+    """Resident memory that is not file-backed (the heap, anonymous maps)."""
+    with open("/proc/self/statm") as f:
+        _, resident, shared = map(int, f.read().split()[:3])
+    return (resident - shared) * PAGE
 
 
 def two_threads(ids, get):
@@ -97,11 +114,16 @@ def worker(task, path, passes):
     if task == "gulp-getitem-2-threads":
         rate = best_rate(lambda: two_threads(ids, lambda i: g[i]), n, passes)
     else:
+        peak = [0]
+
         def loop():
             for i in ids:  # each item's frames are dropped before the next (a training step)
-                get(i)
+                frames = get(i)
+                peak[0] = max(peak[0], anon_bytes())
+                del frames
 
         rate = best_rate(loop, n, passes * (3 if task.endswith("raw") else 1))
+        return {"frames_per_s": rate, "items": len(ids), "frames": n, "peak_anon": peak[0]}
     return {"frames_per_s": rate, "items": len(ids), "frames": n}
 
 
@@ -122,6 +144,7 @@ def main():
     p.add_argument("--open", help="a directory of many items (200,000 x 30)")
     p.add_argument("--runs", type=int, default=3, help="processes per measurement; the best counts")
     p.add_argument("--passes", type=int, default=2, help="passes over --real per process")
+    p.add_argument("--mixed", help="the mixed-shapes directories (scripts/mixed_dirs.py): per class")
     p.add_argument("--json", action="store_true", help="print the figures as JSON (last line)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
@@ -129,9 +152,52 @@ def main():
     if a.worker:
         print(json.dumps(worker(a.worker, a.path, a.passes)))
         return
-    if not (a.real and a.open):
-        p.error("--real and --open are needed")
+    if not (a.real and a.open) and not a.mixed:
+        p.error("--real and --open are needed (or --mixed)")
+    if a.mixed:
+        for cls in CLASSES:
+            if not os.path.isdir(os.path.join(a.mixed, cls)):
+                p.error(f"{a.mixed}/{cls} is not a directory (scripts/mixed_dirs.py makes it)")
+    res = main_table(a) if a.real and a.open else {}
+    if a.mixed:
+        res["mixed"] = mixed_table(a)
+    if a.json:
+        print(json.dumps(res))
 
+
+def mixed_table(a):
+    """gd[id] and peak memory per frame-size class of the mixed-shapes set."""
+    out = {}
+    for cls in CLASSES:
+        path = os.path.join(a.mixed, cls)
+        subprocess.run(f"cat '{path}'/* > /dev/null", shell=True, check=True)
+        gd = gulp.GulpDirectory(path)
+        lengths = [gd.frame_count(i) for i in gd.ids()]
+        del gd
+        row = {"items": len(lengths), "frames": sum(lengths), "longest": max(lengths)}
+        for side in ("gulpio2", "gulp"):
+            runs = [run_worker(f"{side}-getitem", path, a.passes) for _ in range(a.runs)]
+            row[side] = max(r["frames_per_s"] for r in runs)
+            row[side + "_peak_anon"] = max(r["peak_anon"] for r in runs)
+        print(f"mixed {cls}: gulp {row['gulp']:,.0f}, gulpio2 {row['gulpio2']:,.0f} frames/s; peak anon "
+              f"{row['gulp_peak_anon'] / 1e6:,.0f} / {row['gulpio2_peak_anon'] / 1e6:,.0f} MB", file=sys.stderr)
+        out[cls] = row
+    print(f"\n`gd[id]` read + decode on one thread, the mixed-shapes set ({a.mixed}), per frame-size class "
+          f"(short edge: small <= 144, medium 145-383, large >= 384); best of {a.runs} processes; peak "
+          "anonymous memory with one item's frames held\n")
+    print("| class | items, frames (longest item) | gulp | gulpio2 | ratio | target | met? | peak memory, "
+          "gulp | gulpio2 |\n|---|---|---|---|---|---|---|---|---|")
+    for cls, r in out.items():
+        ratio = r["gulp"] / r["gulpio2"]
+        mem_ok = r["gulp_peak_anon"] <= r["gulpio2_peak_anon"] * 1.01
+        print(f"| {cls} | {r['items']}, {r['frames']:,} ({r['longest']}) | {r['gulp']:,.0f} frames/s | "
+              f"{r['gulpio2']:,.0f} frames/s | {ratio:.2f}× | ≥ 1.2× | {'met' if ratio >= 1.2 else '**not met**'} | "
+              f"{r['gulp_peak_anon'] / 1e6:,.0f} MB{'' if mem_ok else ' (**more**)'} | "
+              f"{r['gulpio2_peak_anon'] / 1e6:,.0f} MB |")
+    return out
+
+
+def main_table(a):
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, gulp {gulp.__version__} "
           f"({gulp.CODEC}), gulpio2 {gulpio2.__version__}; load {os.getloadavg()}", file=sys.stderr)
     for d in (a.real, a.open):  # warm the page cache (outside the measured processes)
@@ -192,8 +258,7 @@ def main():
         shown = f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×"
         print(f"| {task} | {g} | {p2} | {shown} | {target} | {met} |")
     res["rows"] = [list(r) for r in rows]
-    if a.json:
-        print(json.dumps(res))
+    return res
 
 
 if __name__ == "__main__":

@@ -29,9 +29,18 @@
 #      target/compare/bench-dirs for the next run): `gulp bench` raw, decode
 #      on 1 thread and on all, the open_phases example's GulpDirectory::open;
 #      scripts/bench_gulpio2_io.py bench on the same directories;
-#   4c. the Python package against gulpio2 from Python
+#   4c. the mixed-shapes set (bench-corpus/mixed: 10 real clips of 68-795
+#      frames, 160x120 to 1280x720): gulpio2 ingests it once at 25 fps, one
+#      item per chunk (target/compare/mixed-src, kept), and
+#      scripts/mixed_dirs.py links it into per-class directories
+#      (target/compare/mixed/<class>, <class>-x);
+#   4d. the Python package against gulpio2 from Python
 #      (scripts/bench_python.py: open of 200,000 items x 30 frames, gd[id]
-#      on the real frames, raw frames), each figure in a fresh interpreter;
+#      on the real frames, raw frames, and gd[id] with peak memory per
+#      class of the mixed set), each figure in a fresh interpreter;
+#   4e. the clip loader (scripts/bench_loader.py) against gulpio2 + PIL,
+#      decord and the codec limits on the real frames, then per class of the
+#      mixed set (--mixed);
 #   5. the table (scripts/compare_report.py), printed and written to
 #      bench-corpus/results/compare-DATE.md; the raw figures are in
 #      bench-corpus/results/compare-DATE/.
@@ -160,15 +169,31 @@ done
 "$PY" scripts/bench_gulpio2_io.py bench --dirs "$DIRS" --json | tee "$RES/gulpio2-io.json" >&2
 phase_end reads
 
+phase_start mixed
+MIXED_SRC="$CT/mixed-src"
+if [ ! -f "$MIXED_SRC.done" ]; then
+    rm -rf "$MIXED_SRC"
+    "$REPO/.venv/bin/gulp2_20bn_json_videos" bench-corpus/mixed/videos.json bench-corpus/mixed/videos/ \
+        "$MIXED_SRC" --frame_rate 25 --num_workers "$WORKERS" --videos_per_chunk 1 >"$RES/mixed-ingest.out" 2>&1
+    touch "$MIXED_SRC.done"
+fi
+"$PY" scripts/mixed_dirs.py "$MIXED_SRC" "$CT/mixed" --classes bench-corpus/mixed >&2
+phase_end mixed
+
 phase_start python
 scripts/python-package.sh
-"$PY" scripts/bench_python.py --real "$REAL" --open "$DIRS/open-200k-30-json" --json |
+"$PY" scripts/bench_python.py --real "$REAL" --open "$DIRS/open-200k-30-json" --mixed "$CT/mixed" --json |
     tee "$RES/python.json" >&2
 phase_end python
 
+phase_start loader
+"$PY" scripts/bench_loader.py --real "$REAL" --json "$RES/loader.json" | tee "$RES/loader.md" >&2
+"$PY" scripts/bench_loader.py --mixed "$CT/mixed" --json "$RES/loader-mixed.json" | tee "$RES/loader-mixed.md" >&2
+phase_end loader
+
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
 TOTAL=$((SECONDS - T_ALL))
-phases_json="$(for k in setup build ingest decode-real bench-dirs reads python; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
+phases_json="$(for k in setup build ingest decode-real bench-dirs reads mixed python loader; do printf '"%s": %s,' "$k" "${PHASE[$k]}"; done)"
 "$PY" - "$RES/meta.json" <<EOF
 import json, os, platform, subprocess, sys
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")

@@ -229,6 +229,19 @@ def main():
         "",
     ]
     text = "\n".join(head) + "\n" + table + "\n"
+    # The tables of the Python package's mixed-shapes run and of the clip
+    # loader, as the scripts printed them.
+    for name in ("python.json", "loader.md", "loader-mixed.md"):
+        path = os.path.join(res, name)
+        if os.path.exists(path):
+            body = open(path).read()
+            if name == "python.json":  # its tables, then the figures as JSON on the last line
+                body = "\n".join(body.strip().splitlines()[:-1])
+                start = body.find("`gd[id]` read + decode on one thread, the mixed")
+            else:
+                start = body.find("\n\n") + 1
+            if start > 0:
+                text += "\n" + body[start:].strip() + "\n"
     with open(out_md, "w") as f:
         f.write(text)
     print(text)

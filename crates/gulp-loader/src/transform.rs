@@ -395,16 +395,19 @@ fn resample(
         .map_err(|e| format!("resampling to {ow}x{oh}: {e}"))
 }
 
-/// Mirrors each row of an RGB image `width` pixels wide.
+/// Mirrors each row of an RGB image `width` pixels wide: pixels swapped
+/// from both ends in 3-byte copies.
 fn mirror(pixels: &mut [u8], width: usize) {
     for row in pixels.chunks_exact_mut(width * 3) {
-        let (mut i, mut j) = (0, width.saturating_sub(1));
-        while i < j {
-            for c in 0..3 {
-                row.swap(i * 3 + c, j * 3 + c);
-            }
-            i += 1;
-            j -= 1;
+        let (left, right) = row.split_at_mut(width / 2 * 3);
+        let right = &mut right[(width % 2) * 3..];
+        for (a, b) in left
+            .chunks_exact_mut(3)
+            .zip(right.chunks_exact_mut(3).rev())
+        {
+            let t = [a[0], a[1], a[2]];
+            a.copy_from_slice(b);
+            b.copy_from_slice(&t);
         }
     }
 }
@@ -506,5 +509,20 @@ mod tests {
                 7, 8, 9, 4, 5, 6, 1, 2, 3, 16, 17, 18, 13, 14, 15, 10, 11, 12
             ]
         );
+    }
+
+    #[test]
+    fn mirror_matches_a_reversal_of_the_pixels_at_every_width() {
+        for width in 1..=9 {
+            let rows = 3;
+            let px: Vec<u8> = (0..width * rows * 3).map(|v| v as u8).collect();
+            let mut got = px.clone();
+            mirror(&mut got, width);
+            let want: Vec<u8> = px
+                .chunks_exact(width * 3)
+                .flat_map(|row| row.chunks_exact(3).rev().flatten().copied())
+                .collect();
+            assert_eq!(got, want, "width {width}");
+        }
     }
 }
