@@ -515,7 +515,7 @@ mod tests {
     fn mirror_matches_a_reversal_of_the_pixels_at_every_width() {
         for width in 1..=9 {
             let rows = 3;
-            let px: Vec<u8> = (0..width * rows * 3).map(|v| v as u8).collect();
+            let px: Vec<u8> = (0..=u8::MAX).cycle().take(width * rows * 3).collect();
             let mut got = px.clone();
             mirror(&mut got, width);
             let want: Vec<u8> = px
