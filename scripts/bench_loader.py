@@ -472,7 +472,9 @@ def run_codec(args, plan):
                            ("codec_resample", ["--per-item", str(plan["frames"]), "--resample",
                                                f"{plan['resize']}:{plan['size']}"]),
                            ("codec_frames", [])):
-        cmd = [exe, plan["real"], "--threads", str(plan["workers"]), "--short-edge", str(plan["resize"]),
+        # Every frame once: of the items once (a -x directory repeats them).
+        where = plan["real"] if extra else plan.get("once", plan["real"])
+        cmd = [exe, where, "--threads", str(plan["workers"]), "--short-edge", str(plan["resize"]),
                "--passes", str(args.passes or (1 if args.quick else 5)), "--json", *extra]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -532,7 +534,8 @@ def main():
         per_class = {}
         for cls in CLASSES:
             log(f"== class {cls}")
-            per_class[cls] = measure(a, os.path.join(a.mixed, cls + "-x"), names, quiet=True)
+            per_class[cls] = measure(a, os.path.join(a.mixed, cls + "-x"), names, quiet=True,
+                                     once=os.path.join(a.mixed, cls))
         mixed_table(per_class, a)
         return
     if not os.path.isdir(a.real):
@@ -562,14 +565,17 @@ def read_plan(a, real):
     return items, plan
 
 
-def measure(a, real, names, quiet=False):
+def measure(a, real, names, quiet=False, once=None):
     """Runs the pipelines `names` on the directory `real`; prints their
-    table (unless `quiet`) and returns the figures."""
+    table (unless `quiet`) and returns the figures. `once`: the directory
+    of the same items once each, for the every-frame codec loop."""
     import gulpio2
     import simplejpeg
 
     names = list(names)
     items, plan = read_plan(a, real)
+    if once:
+        plan["once"] = os.path.abspath(once)
     results, versions = {}, {"gulpio2": gulpio2.__version__, "simplejpeg": simplejpeg.__version__}
     if "decord" in names:
         decord, reason = ensure_decord()

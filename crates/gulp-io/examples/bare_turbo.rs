@@ -10,7 +10,15 @@
 //!     [--threads 2] [--passes 5] [--per-item 8] [--resample 128:112] [--json]
 //! ```
 //!
-//! `--scale N/D` decodes every frame at that DCT scaling factor; `--short-edge
+//! `--scale N/D` decodes every frame at that DCT scaling factor;
+//! `--random-resized-crop C` decodes, per frame, a crop drawn as torchvision's
+//! `RandomResizedCrop` draws it (area 8-100 %, aspect ratio 3/4-4/3, 10 tries
+//! then the centre; seeded by the frame's index, so the same crops on every
+//! pass and thread count), and `--center-crop S:C` the centred square of side
+//! C/S of the short edge (resize to S, centre crop C): each at the least n/8
+//! that keeps the crop at least C pixels on both sides, only the crop's rows
+//! and iMCU columns (TurboJPEG's cropping region; no resample): the decoding a
+//! loader with those transforms does, at most; `--short-edge
 //! S` picks, per frame, the smallest factor n/8 whose scaled short edge is at
 //! least S (full size when none is): the decoding a loader that resizes to a
 //! short edge of S does. `--threads N` decodes with N threads taking frames
@@ -45,6 +53,10 @@ enum Scaling {
     Fixed(tj::tjscalingfactor),
     /// The smallest n/8 whose scaled short edge is at least this many pixels.
     ShortEdge(c_int),
+    /// A `RandomResizedCrop` to this size, decoded as a region.
+    RandomResizedCrop(c_int),
+    /// Resize the short edge to `.0`, centre crop `.1`, decoded as a region.
+    CenterCrop(c_int, c_int),
 }
 
 struct Args {
@@ -85,6 +97,22 @@ fn parse() -> Result<Args, BoxError> {
                 }
                 args.scaling = Scaling::ShortEdge(s);
             }
+            "--random-resized-crop" => {
+                let c: c_int = it.next().ok_or("--random-resized-crop needs C")?.parse()?;
+                if c < 1 {
+                    return Err("--random-resized-crop needs C >= 1".into());
+                }
+                args.scaling = Scaling::RandomResizedCrop(c);
+            }
+            "--center-crop" => {
+                let v = it.next().ok_or("--center-crop needs S:C")?;
+                let (s, c) = v.split_once(':').ok_or("--center-crop needs S:C")?;
+                let (s, c): (c_int, c_int) = (s.parse()?, c.parse()?);
+                if c < 1 || c > s {
+                    return Err("--center-crop S:C needs 1 <= C <= S".into());
+                }
+                args.scaling = Scaling::CenterCrop(s, c);
+            }
             "--threads" => {
                 args.threads = it.next().ok_or("--threads needs N")?.parse()?;
                 if args.threads == 0 {
@@ -115,7 +143,8 @@ fn parse() -> Result<Args, BoxError> {
     }
     if args.dir.is_empty() {
         return Err(
-            "usage: bare_turbo <dir> [--scale N/D | --short-edge S] [--threads N] \
+            "usage: bare_turbo <dir> [--scale N/D | --short-edge S | --random-resized-crop C \
+                    | --center-crop S:C] [--threads N] \
                     [--passes N] [--per-item N] [--resample S:C] [--json]"
                 .into(),
         );
@@ -190,6 +219,56 @@ fn gcd(a: c_int, b: c_int) -> c_int {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// SplitMix64: the crops' random numbers, seeded per frame.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Uniform in [lo, hi).
+fn uniform(state: &mut u64, lo: f64, hi: f64) -> f64 {
+    lo + (hi - lo) * ((splitmix(state) >> 11) as f64 / (1u64 << 53) as f64)
+}
+
+/// A crop (x, y, width, height) of a `w` x `h` image as torchvision's
+/// `RandomResizedCrop(scale=(0.08, 1), ratio=(3/4, 4/3))` draws it.
+fn random_resized_crop(w: c_int, h: c_int, state: &mut u64) -> (c_int, c_int, c_int, c_int) {
+    let area = f64::from(w) * f64::from(h);
+    let (r0, r1) = (3.0f64 / 4.0, 4.0f64 / 3.0);
+    for _ in 0..10 {
+        let target = area * uniform(state, 0.08, 1.0);
+        let ratio = uniform(state, r0.ln(), r1.ln()).exp();
+        let cw = (target * ratio).sqrt().round() as c_int;
+        let ch = (target / ratio).sqrt().round() as c_int;
+        if 0 < cw && cw <= w && 0 < ch && ch <= h {
+            let x = (uniform(state, 0.0, f64::from(w - cw + 1)) as c_int).min(w - cw);
+            let y = (uniform(state, 0.0, f64::from(h - ch + 1)) as c_int).min(h - ch);
+            return (x, y, cw, ch);
+        }
+    }
+    let in_ratio = f64::from(w) / f64::from(h);
+    let (cw, ch) = if in_ratio < r0 {
+        (w, (f64::from(w) / r0).round() as c_int)
+    } else if in_ratio > r1 {
+        ((f64::from(h) * r1).round() as c_int, h)
+    } else {
+        (w, h)
+    };
+    ((w - cw) / 2, (h - ch) / 2, cw, ch)
+}
+
+/// The iMCU width of a TurboJPEG subsampling, in stored pixels.
+fn mcu_width(subsamp: c_int) -> c_int {
+    match subsamp {
+        1 | 2 => 16, // 4:2:2, 4:2:0
+        5 => 32,     // 4:1:1
+        _ => 8,      // 4:4:4, gray, 4:4:0, 4:4:1
+    }
+}
+
 /// Fails with the handle's message unless `status` is 0.
 fn check(handle: tj::tjhandle, status: c_int) -> Result<(), BoxError> {
     if status == 0 {
@@ -232,6 +311,7 @@ impl Decoder {
     fn decode(
         &self,
         jpeg: &[u8],
+        index: usize,
         scaling: Scaling,
         buf: &mut Vec<u8>,
     ) -> Result<(usize, usize, usize), BoxError> {
@@ -248,12 +328,65 @@ impl Decoder {
             let height = tj::tj3Get(handle, tj::TJPARAM_TJPARAM_JPEGHEIGHT as c_int);
             let gray = tj::tj3Get(handle, tj::TJPARAM_TJPARAM_COLORSPACE as c_int)
                 == tj::TJCS_TJCS_GRAY as c_int;
-            let factor = match scaling {
-                Scaling::Fixed(f) => f,
-                Scaling::ShortEdge(s) => short_edge_factor(width, height, s),
+            let crop = match scaling {
+                Scaling::RandomResizedCrop(out) => {
+                    let mut state = index as u64;
+                    Some((random_resized_crop(width, height, &mut state), out))
+                }
+                Scaling::CenterCrop(size, out) => {
+                    let side =
+                        (i64::from(out) * i64::from(width.min(height)) / i64::from(size)) as c_int;
+                    Some((((width - side) / 2, (height - side) / 2, side, side), out))
+                }
+                _ => None,
+            };
+            let factor = match (scaling, crop) {
+                (Scaling::Fixed(f), _) => f,
+                (Scaling::ShortEdge(s), _) => short_edge_factor(width, height, s),
+                (_, Some(((_, _, cw, ch), out))) => {
+                    let n = (1..=8)
+                        .find(|n| cw * n >= out * 8 && ch * n >= out * 8)
+                        .unwrap_or(8);
+                    let g = gcd(n, 8);
+                    tj::tjscalingfactor {
+                        num: n / g,
+                        denom: 8 / g,
+                    }
+                }
+                _ => tj::tjscalingfactor { num: 1, denom: 1 },
             };
             check(handle, tj::tj3SetScalingFactor(handle, factor))?;
-            let (w, h) = (scaled(width, factor), scaled(height, factor));
+            let (mut w, mut h) = (scaled(width, factor), scaled(height, factor));
+            let region = match crop {
+                Some(((x, y, cw, ch), _)) => {
+                    // The crop on the scaled image, its left edge moved to
+                    // the iMCU column at or left of it.
+                    let (sx0, sy0) = (x * factor.num / factor.denom, y * factor.num / factor.denom);
+                    let sx1 = scaled(x + cw, factor).min(w);
+                    let sy1 = scaled(y + ch, factor).min(h);
+                    let m = scaled(
+                        mcu_width(tj::tj3Get(handle, tj::TJPARAM_TJPARAM_SUBSAMP as c_int)),
+                        factor,
+                    );
+                    let ax0 = sx0 - sx0 % m;
+                    tj::tjregion {
+                        x: ax0,
+                        y: sy0,
+                        w: sx1 - ax0,
+                        h: sy1 - sy0,
+                    }
+                }
+                None => tj::tjregion {
+                    x: 0,
+                    y: 0,
+                    w: 0,
+                    h: 0,
+                },
+            };
+            check(handle, tj::tj3SetCroppingRegion(handle, region))?;
+            if crop.is_some() {
+                (w, h) = (region.w, region.h);
+            }
             let (format, channels) = if gray {
                 (tj::TJPF_TJPF_GRAY, 1)
             } else {
@@ -299,10 +432,11 @@ impl Worker {
     fn frame(
         &mut self,
         jpeg: &[u8],
+        index: usize,
         scaling: Scaling,
         resample_to: Option<(usize, usize)>,
     ) -> Result<u64, BoxError> {
-        let (w, h, channels) = self.decoder.decode(jpeg, scaling, &mut self.buf)?;
+        let (w, h, channels) = self.decoder.decode(jpeg, index, scaling, &mut self.buf)?;
         if let (Some(sc), 3) = (resample_to, channels) {
             resample(&mut self.resizer, &self.buf, (w, h), sc, &mut self.out)?;
         }
@@ -325,8 +459,8 @@ fn pass(
 ) -> Result<u64, BoxError> {
     if let [one] = workers {
         let mut pixels = 0;
-        for jpeg in frames {
-            pixels += one.frame(jpeg, scaling, resample_to)?;
+        for (i, jpeg) in frames.iter().enumerate() {
+            pixels += one.frame(jpeg, i, scaling, resample_to)?;
         }
         return Ok(pixels);
     }
@@ -343,7 +477,7 @@ fn pass(
                         let Some(jpeg) = frames.get(i) else {
                             return Ok(pixels);
                         };
-                        pixels += w.frame(jpeg, scaling, resample_to)?;
+                        pixels += w.frame(jpeg, i, scaling, resample_to)?;
                     }
                 })
             })
@@ -383,6 +517,8 @@ fn run() -> Result<(), BoxError> {
     let scale = match args.scaling {
         Scaling::Fixed(f) => format!("{}/{}", f.num, f.denom),
         Scaling::ShortEdge(s) => format!("short-edge>={s}"),
+        Scaling::RandomResizedCrop(c) => format!("random-resized-crop {c}"),
+        Scaling::CenterCrop(s, c) => format!("center-crop {s}:{c}"),
     };
     let per_item = args.per_item.map_or("null".to_owned(), |n| n.to_string());
     let resample_to = args

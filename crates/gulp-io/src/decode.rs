@@ -443,6 +443,20 @@ impl<'a> JpegFrame<'a> {
         &self.header
     }
 
+    /// Where a region decode of a crop starting at column `x` (of the image
+    /// scaled as `options` say) really starts: the iMCU column at or left
+    /// of `x` when libjpeg-turbo decodes the crop as a region, else `x`. A
+    /// crop that starts there is decoded straight into the output; one that
+    /// starts further right is decoded from there into a scratch buffer
+    /// and copied. So a caller that can use a few more columns on the left
+    /// (a resampler's margin) asks for the crop from here.
+    pub fn region_start(&self, options: &DecodeOptions, x: usize) -> usize {
+        match (&self.opened, options.codec == self.codec) {
+            (Some(opened), true) => turbo::region_start(opened, options, x),
+            _ => x,
+        }
+    }
+
     /// Decodes the frame into `out` as [`decode_jpeg_into`] does (`options`
     /// with another codec than the frame's decode with that codec).
     pub fn decode_into(&mut self, options: &DecodeOptions, out: &mut [u8]) -> Result<Shape> {
@@ -792,6 +806,25 @@ mod turbo {
         Ok((Opened { handle, raw }, header))
     }
 
+    /// See [`JpegFrame::region_start`]: the same rule as `decode_read`'s.
+    pub(super) fn region_start(opened: &Opened, options: &DecodeOptions, x: usize) -> usize {
+        let raw = &opened.raw;
+        if raw.lossless || is_cmyk(raw) {
+            return x;
+        }
+        let exact = options.upsampling == Upsampling::Fast
+            || raw.subsamp == tj::SAMP_444
+            || raw.subsamp == tj::SAMP_GRAY;
+        let eighths = options.scale.eighths(raw.width, raw.height);
+        match tj::mcu_width(raw.subsamp).filter(|_| exact) {
+            Some(w) => {
+                let m = (w * usize::from(eighths)).div_ceil(8);
+                x - x % m
+            }
+            None => x,
+        }
+    }
+
     pub(super) fn decode_opened(
         opened: &mut Opened,
         jpeg: &[u8],
@@ -919,8 +952,31 @@ mod turbo {
 
     pub(super) enum Opened {}
 
+    pub(super) fn region_start(opened: &Opened, _: &DecodeOptions, _: usize) -> usize {
+        match *opened {}
+    }
+
     pub(super) fn open(_: &[u8]) -> Result<(Opened, JpegHeader)> {
         Err(fail(MISSING))
+    }
+
+    /// See [`JpegFrame::region_start`]: the same rule as `decode_read`'s.
+    pub(super) fn region_start(opened: &Opened, options: &DecodeOptions, x: usize) -> usize {
+        let raw = &opened.raw;
+        if raw.lossless || is_cmyk(raw) {
+            return x;
+        }
+        let exact = options.upsampling == Upsampling::Fast
+            || raw.subsamp == tj::SAMP_444
+            || raw.subsamp == tj::SAMP_GRAY;
+        let eighths = options.scale.eighths(raw.width, raw.height);
+        match tj::mcu_width(raw.subsamp).filter(|_| exact) {
+            Some(w) => {
+                let m = (w * usize::from(eighths)).div_ceil(8);
+                x - x % m
+            }
+            None => x,
+        }
     }
 
     pub(super) fn decode_opened(

@@ -333,7 +333,9 @@ impl Renderer {
             // Decode the crop with a margin for the filter's support, then
             // resample the exact (fractional) crop to the output size.
             let margin = (qw / ow as f64).max(qh / oh as f64).ceil() + 1.0;
-            let x0 = to_usize((qx - margin).floor().max(0.0));
+            // From the iMCU column the region decode starts at anyway:
+            // decoded straight into the region buffer, not via a copy.
+            let x0 = frame.region_start(&options, to_usize((qx - margin).floor().max(0.0)));
             let y0 = to_usize((qy - margin).floor().max(0.0));
             let x1 = to_usize((qx + qw + margin).ceil()).min(scw);
             let y1 = to_usize((qy + qh + margin).ceil()).min(sch);
