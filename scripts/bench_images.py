@@ -308,6 +308,24 @@ def gulp_bench(args, gulp_bin: str, out: str, scale: str) -> tuple[dict, float]:
     return top, others
 
 
+def bare_crops(args, out: str, crop: list[str]):
+    """The bare_turbo example decoding each image's crop (its rows and iMCU
+    columns, at the least DCT scale n/8 that keeps it >= 224 px): the
+    decoding the pipeline does, at most; (figures, others) or None."""
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    from bench_loader import bare_turbo  # the same build step
+
+    exe, reason = bare_turbo()
+    if exe is None:
+        log(f"bare crops left out: {reason}")
+        return None
+    cmd = [exe, out, "--threads", str(args.threads), "--passes", "5", "--json", *crop]
+    e, p = measured(lambda: subprocess.run(cmd, check=True, capture_output=True, text=True))
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    log(f"bare_turbo {' '.join(crop)}, {args.threads} threads: {j['frames_per_s']:.0f} images/s")
+    return j, e.others
+
+
 # ------------------------------------------------------------------ FFCV
 
 class _Jpeg(np.ndarray):
@@ -529,6 +547,11 @@ def main() -> int:
 
         decode = {scale: gulp_bench(args, gulp_bin, os.path.join(work, "gulp"), scale)
                   for scale in ("1", "1/2")}
+        for key, opt in (("crop-train", ["--random-resized-crop", "224"]),
+                         ("crop-eval", ["--center-crop", "256:224"])):
+            r = bare_crops(args, os.path.join(work, "gulp"), opt)
+            if r is not None:
+                decode[key] = r
         for key, b in betons.items():
             e, rate = measured(lambda b=b: ffcv_decode_limit(b["jpegs"], b["hw"], args.threads))
             decode["ffcv-" + key] = ({"frames_per_s": rate}, e.others)
@@ -632,15 +655,18 @@ def report(args, info, files, sampling, prep_s, g, betons, runs, shapes, decode,
                          rs[0].rate, " ".join(f"{e.rate:.0f}" for e in rs[1:]),
                          sum(e.others for e in rs[1:]) / len(rs[1:])))
     rows.append(("decode limit: every JPEG decoded once, one call per image",))
-    for key, title in (("1", "  gulp bench: full decode (libjpeg-turbo 3.1)"),
+    for key, title in (("crop-train", "  bare libjpeg-turbo: each training crop's region at its DCT scale"),
+                       ("crop-eval", "  bare libjpeg-turbo: each evaluation crop's region at its DCT scale"),
+                       ("1", "  gulp bench: full decode (libjpeg-turbo 3.1)"),
                        ("1/2", "  gulp bench: decode at DCT scale 1/2"),
                        ("ffcv-same", "  FFCV imdecode: full decode (libjpeg-turbo "
                         f"{TURBO_SYSTEM})"),
                        ("ffcv-reencode", "  FFCV imdecode, .beton re-encoded (4:2:0)")):
         if key in decode:
             j, others = decode[key]
-            ratio = (decode["1"][0]["frames_per_s"] / j["frames_per_s"]
-                     if key.startswith("ffcv") else None)
+            phase = {"crop-train": "train", "crop-eval": "eval"}.get(key)
+            ratio = (decode["1"][0]["frames_per_s"] / j["frames_per_s"] if key.startswith("ffcv")
+                     else best(runs[phase]["gulp"]).rate / j["frames_per_s"] if phase else None)
             rows.append((title, j["frames_per_s"], ratio, None, "", others))
 
     w = max(len(r[0]) for r in rows) + 2
@@ -656,8 +682,12 @@ def report(args, info, files, sampling, prep_s, g, betons, runs, shapes, decode,
     p()
     p(f"images/s: the best of {args.epochs} epochs after one warm-up epoch (an epoch: "
       f"{served} images, the last partial batch dropped; the loaders take turns epoch by "
-      f"epoch); gulp/FFCV: gulp's images/s over FFCV's; others: the share of the machine's "
-      f"cores that other processes used during the timed epochs (mean).")
+      f"epoch); gulp/FFCV: gulp's images/s over FFCV's (on the bare crop rows: gulp's "
+      f"pipeline over the bare loop, target >= 0.9); others: the share of the machine's "
+      f"cores that other processes used during the timed epochs (mean). The bare crop loops "
+      f"(gulp-io's bare_turbo example) draw crops as the pipelines do (RandomResizedCrop, "
+      f"or the centred 224/256 of the short edge) and decode only their rows and iMCU "
+      f"columns at the least n/8 keeping them >= 224 px, without resampling or flipping.")
     for phase in ("train", "eval"):
         out = []
         for key, sh in shapes[phase].items():

@@ -10,17 +10,20 @@
 //!     [--threads 2] [--passes 5] [--per-item 8] [--resample 128:112] [--json]
 //! ```
 //!
-//! `--scale N/D` decodes every frame at that DCT scaling factor;
-//! `--random-resized-crop C` decodes, per frame, a crop drawn as torchvision's
+//! `--scale N/D` decodes every frame at that DCT scaling factor. The other
+//! modes pick a factor per frame as the clip loader does, the least n/8 of
+//! 1/8, 2/8, 3/8, 4/8 and 8/8 that keeps what it needs (libjpeg-turbo's
+//! 5/8-7/8 inverse DCTs are plain C, slower than its SIMD 8/8):
+//! `--random-resized-crop C` decodes a crop drawn as torchvision's
 //! `RandomResizedCrop` draws it (area 8-100 %, aspect ratio 3/4-4/3, 10 tries
 //! then the centre; seeded by the frame's index, so the same crops on every
 //! pass and thread count), and `--center-crop S:C` the centred square of side
-//! C/S of the short edge (resize to S, centre crop C): each at the least n/8
-//! that keeps the crop at least C pixels on both sides, only the crop's rows
-//! and iMCU columns (TurboJPEG's cropping region; no resample): the decoding a
-//! loader with those transforms does, at most; `--short-edge
-//! S` picks, per frame, the smallest factor n/8 whose scaled short edge is at
-//! least S (full size when none is): the decoding a loader that resizes to a
+//! C/S of the short edge (resize to S, centre crop C), each at least C pixels
+//! on both sides, only the crop's rows and iMCU columns (TurboJPEG's cropping
+//! region; no resample): the decoding a loader with those transforms does, at
+//! most; `--short-edge S` decodes whole frames with a short edge of at least
+//! S (full size when no factor gives it): the decoding a loader that resizes
+//! to a
 //! short edge of S does. `--threads N` decodes with N threads taking frames
 //! from a shared counter (default 1). `--per-item N` decodes N frames of each
 //! item (the centres of N equal segments, as a TSN clip in evaluation takes
@@ -199,20 +202,28 @@ fn scaled(dim: c_int, f: tj::tjscalingfactor) -> c_int {
     (dim * f.num + f.denom - 1) / f.denom
 }
 
-/// The smallest n/8 (reduced, as libjpeg-turbo lists its factors) that keeps
-/// the short edge of `width` x `height` at least `short`; 1/1 when none does.
-fn short_edge_factor(width: c_int, height: c_int, short: c_int) -> tj::tjscalingfactor {
-    for n in 1..8 {
-        let g = gcd(n, 8);
-        let f = tj::tjscalingfactor {
-            num: n / g,
-            denom: 8 / g,
-        };
-        if scaled(width, f).min(scaled(height, f)) >= short {
-            return f;
-        }
+/// The DCT scales (in eighths) the clip loader decodes at: libjpeg-turbo's
+/// fast inverse DCTs (its 5/8, 6/8 and 7/8 ones are plain C, slower than
+/// 8/8; see gulp-loader's transform.rs). The loops here choose as it does.
+const FAST_EIGHTHS: [c_int; 5] = [1, 2, 3, 4, 8];
+
+/// n/8 reduced, as libjpeg-turbo lists its factors.
+fn eighths(n: c_int) -> tj::tjscalingfactor {
+    let g = gcd(n, 8);
+    tj::tjscalingfactor {
+        num: n / g,
+        denom: 8 / g,
     }
-    tj::tjscalingfactor { num: 1, denom: 1 }
+}
+
+/// The smallest of [`FAST_EIGHTHS`] that keeps the short edge of `width` x
+/// `height` at least `short`; 1/1 when none does.
+fn short_edge_factor(width: c_int, height: c_int, short: c_int) -> tj::tjscalingfactor {
+    FAST_EIGHTHS
+        .into_iter()
+        .map(eighths)
+        .find(|&f| scaled(width, f).min(scaled(height, f)) >= short)
+        .unwrap_or(tj::tjscalingfactor { num: 1, denom: 1 })
 }
 
 fn gcd(a: c_int, b: c_int) -> c_int {
@@ -343,16 +354,12 @@ impl Decoder {
             let factor = match (scaling, crop) {
                 (Scaling::Fixed(f), _) => f,
                 (Scaling::ShortEdge(s), _) => short_edge_factor(width, height, s),
-                (_, Some(((_, _, cw, ch), out))) => {
-                    let n = (1..=8)
+                (_, Some(((_, _, cw, ch), out))) => eighths(
+                    FAST_EIGHTHS
+                        .into_iter()
                         .find(|n| cw * n >= out * 8 && ch * n >= out * 8)
-                        .unwrap_or(8);
-                    let g = gcd(n, 8);
-                    tj::tjscalingfactor {
-                        num: n / g,
-                        denom: 8 / g,
-                    }
-                }
+                        .unwrap_or(8),
+                ),
                 _ => tj::tjscalingfactor { num: 1, denom: 1 },
             };
             check(handle, tj::tj3SetScalingFactor(handle, factor))?;
