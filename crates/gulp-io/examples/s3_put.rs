@@ -13,7 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         && get == "--get"
     {
         std::fs::create_dir_all(dir)?;
-        for (name, _) in gulp_io::remote::list(Path::new(url))? {
+        for gulp_io::remote::Listed { name, .. } in gulp_io::remote::list(Path::new(url))? {
             let bytes = gulp_io::remote::read_object(Path::new(&format!("{url}/{name}")))?;
             std::fs::write(Path::new(dir).join(name), bytes)?;
         }

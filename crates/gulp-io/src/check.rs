@@ -233,8 +233,8 @@ fn list_chunks(
     let mut others = Vec::new();
     let entries =
         crate::storage::list_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
-    for (name, path) in entries {
-        let name = name.as_str();
+    for entry in entries {
+        let (name, path) = (entry.name.as_str(), entry.path);
         match parse_chunk_file_name(name) {
             Some(ChunkFile::Data(n)) => {
                 data.insert(n, path);

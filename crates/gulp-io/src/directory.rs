@@ -15,9 +15,11 @@ use gulp_format::{
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
+use crate::cache::{Cache, CacheOptions};
 use crate::error::{Error, ErrorKind, Result};
-use crate::reader::{ChunkReader, ReadMode, load_meta};
+use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
+use crate::storage::Source;
 
 /// One chunk of a directory: its number, its files, its ids and, once
 /// something needs it, its parsed meta.
@@ -34,6 +36,10 @@ pub struct ChunkEntry {
     pub data_path: PathBuf,
     /// The meta file.
     pub meta_path: PathBuf,
+    /// How to read the data file (through the node cache, for an object).
+    data: Source,
+    /// How to read the meta file.
+    meta_source: Source,
     index: MetaIndex,
     meta: OnceLock<Arc<ChunkMeta>>,
     /// Held while the meta is parsed, so that it is parsed once.
@@ -57,7 +63,7 @@ impl ChunkEntry {
         if let Some(meta) = self.meta.get() {
             return Ok(ChunkMeta::clone(meta));
         }
-        let meta = load_meta(&self.meta_path)?;
+        let meta = load_meta_from(&self.meta_source)?;
         self.check_unchanged(&meta)?;
         Ok(meta)
     }
@@ -65,14 +71,31 @@ impl ChunkEntry {
     /// A reader of the data file alone (its meta left empty): frames are
     /// read by their frame_info, through
     /// [`ChunkReader::records_at`].
+    ///
+    /// From a directory with a node cache, the data object is fetched whole
+    /// into the cache first if it is not there, and stays in use (never
+    /// evicted) while the reader lives: a loader opens the readers of the
+    /// chunks it needs next ahead of time, and drops each after its last
+    /// use.
     pub fn data_reader(&self, mode: ReadMode) -> Result<ChunkReader> {
-        ChunkReader::with_meta(
-            self.data_path.clone(),
+        ChunkReader::from_source(
+            &self.data,
             self.meta_path.clone(),
             self.chunk,
             Arc::new(ChunkMeta::default()),
             mode,
         )
+    }
+
+    /// Whether the data file is an object of a store (`s3://`).
+    pub fn is_remote(&self) -> bool {
+        self.data.object.is_some()
+    }
+
+    /// The data object's size, as the directory's listing gave it (`None`
+    /// for a local file).
+    pub fn data_size(&self) -> Option<u64> {
+        self.data.object.as_ref().map(|o| o.size)
     }
 
     /// Whether the meta has been parsed.
@@ -118,7 +141,7 @@ impl ChunkEntry {
         if let Some(meta) = self.meta.get() {
             return Ok(meta);
         }
-        let meta = load_meta(&self.meta_path)?;
+        let meta = load_meta_from(&self.meta_source)?;
         self.check_unchanged(&meta)?;
         Ok(self.meta.get_or_init(|| Arc::new(meta)))
     }
@@ -197,30 +220,98 @@ pub struct GulpDirectory {
     warnings: Vec<DirectoryWarning>,
     max_chunk_seen: Option<u64>,
     mode: ReadMode,
+    cache: Option<Arc<Cache>>,
+}
+
+/// How a directory is opened ([`GulpDirectory::options`]): the read mode
+/// and, for a directory in an object store, the node cache.
+#[derive(Debug, Clone, Default)]
+pub struct DirectoryOptions {
+    mode: ReadMode,
+    cache: CacheChoice,
+}
+
+#[derive(Debug, Clone, Default)]
+enum CacheChoice {
+    /// `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT`, if set.
+    #[default]
+    FromEnv,
+    /// No cache.
+    Off,
+    /// This one.
+    On(CacheOptions),
+}
+
+impl DirectoryOptions {
+    /// How data files are read (memory maps by default).
+    pub fn read_mode(mut self, mode: ReadMode) -> DirectoryOptions {
+        self.mode = mode;
+        self
+    }
+
+    /// The node cache of a remote directory: `Some` caches its objects
+    /// there, `None` reads the store every time. Without this call, the
+    /// cache `GULP_CACHE_DIR` and `GULP_CACHE_LIMIT` name, if any. A local
+    /// directory is never cached.
+    pub fn cache(mut self, cache: Option<CacheOptions>) -> DirectoryOptions {
+        self.cache = cache.map_or(CacheChoice::Off, CacheChoice::On);
+        self
+    }
+
+    /// Opens `dir`.
+    pub fn open(&self, dir: impl AsRef<Path>) -> Result<GulpDirectory> {
+        let dir = dir.as_ref();
+        let cache = if crate::storage::is_remote(dir) {
+            let options = match &self.cache {
+                CacheChoice::FromEnv => CacheOptions::from_env()?,
+                CacheChoice::Off => None,
+                CacheChoice::On(options) => Some(options.clone()),
+            };
+            options.map(|o| Cache::open(&o).map(Arc::new)).transpose()?
+        } else {
+            None
+        };
+        GulpDirectory::open_inner(dir, self.mode, cache)
+    }
 }
 
 impl GulpDirectory {
-    /// Opens a directory, memory-mapping data files.
+    /// Opens a directory, memory-mapping data files (a remote one through
+    /// the node cache that `GULP_CACHE_DIR` names, if set).
     pub fn open(dir: impl AsRef<Path>) -> Result<GulpDirectory> {
-        GulpDirectory::open_with(dir, ReadMode::Mmap)
+        GulpDirectory::options().open(dir)
     }
 
     /// Opens a directory with the given read mode.
     pub fn open_with(dir: impl AsRef<Path>, mode: ReadMode) -> Result<GulpDirectory> {
-        let dir = dir.as_ref().to_owned();
+        GulpDirectory::options().read_mode(mode).open(dir)
+    }
+
+    /// The options of an opening: read mode, node cache.
+    pub fn options() -> DirectoryOptions {
+        DirectoryOptions::default()
+    }
+
+    fn open_inner(dir: &Path, mode: ReadMode, cache: Option<Arc<Cache>>) -> Result<GulpDirectory> {
+        let dir = dir.to_owned();
         let mut data = HashMap::new();
         let mut meta = HashMap::new();
         let mut warnings = Vec::new();
-        for (name, path) in crate::storage::list_dir(&dir)? {
-            match parse_chunk_file_name(&name) {
+        for entry in crate::storage::list_dir(&dir)? {
+            let source = Source {
+                path: entry.path,
+                object: entry.object,
+                cache: cache.clone(),
+            };
+            match parse_chunk_file_name(&entry.name) {
                 Some(ChunkFile::Data(n)) => {
-                    data.insert(n, path);
+                    data.insert(n, source);
                 }
                 Some(ChunkFile::Meta(n)) => {
-                    meta.insert(n, path);
+                    meta.insert(n, source);
                 }
-                None if name.starts_with(TEMP_PREFIX) => {
-                    warnings.push(DirectoryWarning::TempFile(path))
+                None if entry.name.starts_with(TEMP_PREFIX) => {
+                    warnings.push(DirectoryWarning::TempFile(source.path))
                 }
                 None => {}
             }
@@ -233,8 +324,8 @@ impl GulpDirectory {
         for n in numbers {
             match (data.remove(&n), meta.remove(&n)) {
                 (Some(d), Some(m)) => pairs.push((n, d, m)),
-                (Some(d), None) => warnings.push(DirectoryWarning::OrphanData(d)),
-                (None, Some(m)) => warnings.push(DirectoryWarning::OrphanMeta(m)),
+                (Some(d), None) => warnings.push(DirectoryWarning::OrphanData(d.path)),
+                (None, Some(m)) => warnings.push(DirectoryWarning::OrphanMeta(m.path)),
                 (None, None) => {}
             }
         }
@@ -253,10 +344,12 @@ impl GulpDirectory {
         let chunks: Vec<ChunkEntry> = pairs
             .into_iter()
             .zip(indices)
-            .map(|((chunk, data_path, meta_path), index)| ChunkEntry {
+            .map(|((chunk, data, meta_source), index)| ChunkEntry {
                 chunk,
-                data_path,
-                meta_path,
+                data_path: data.path.clone(),
+                meta_path: meta_source.path.clone(),
+                data,
+                meta_source,
                 index,
                 meta: OnceLock::new(),
                 loading: Mutex::new(()),
@@ -276,7 +369,14 @@ impl GulpDirectory {
             warnings,
             max_chunk_seen,
             mode,
+            cache,
         })
+    }
+
+    /// The node cache's directory, when this remote directory is read
+    /// through one.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache.as_deref().map(Cache::root)
     }
 
     /// The directory path.
@@ -381,8 +481,8 @@ impl GulpDirectory {
         if let Some(reader) = entry.reader.get() {
             return Ok(reader);
         }
-        let reader = ChunkReader::with_meta(
-            entry.data_path.clone(),
+        let reader = ChunkReader::from_source(
+            &entry.data,
             entry.meta_path.clone(),
             entry.chunk,
             Arc::clone(entry.meta_arc()?),
@@ -519,18 +619,18 @@ fn build_shard(
 /// Reads the ids of every meta file on all cores, with the hash of each id;
 /// the first error in chunk order wins.
 fn read_indices(
-    pairs: &[(u64, PathBuf, PathBuf)],
+    pairs: &[(u64, Source, Source)],
     hasher: &foldhash::fast::RandomState,
 ) -> Result<Vec<(MetaIndex, Vec<u64>)>> {
     // Each thread reads every file into one buffer of its own, which keeps
     // its pages from one file to the next. (Mapping the files instead was
     // no faster, and a meta file truncated while mapped would be SIGBUS.)
     let results = on_all_cores(pairs.len(), Vec::new, |buf: &mut Vec<u8>, i| {
-        let path = &pairs[i].2;
-        crate::storage::read_into(path, buf)?;
+        let meta = &pairs[i].2;
+        meta.read_into(buf)?;
         let index = read_index(buf).map_err(|source| {
             Error::from(ErrorKind::Meta {
-                path: path.clone(),
+                path: meta.path.clone(),
                 source,
             })
         })?;

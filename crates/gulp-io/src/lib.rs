@@ -35,6 +35,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+mod cache;
 pub mod check;
 mod decode;
 mod directory;
@@ -53,12 +54,13 @@ mod storage;
 mod turbo;
 mod writer;
 
+pub use crate::cache::{CACHE_DIR_ENV, CACHE_LIMIT_ENV, CacheOptions, parse_size};
 pub use crate::decode::{
     Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegFrame,
     JpegHeader, MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch,
     decode_jpeg, decode_jpeg_into, decode_jpeg_with, read_header, scaled,
 };
-pub use crate::directory::{ChunkEntry, DirectoryWarning, GulpDirectory};
+pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
 #[cfg(feature = "turbojpeg")]
 pub use crate::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::error::{Error, ErrorKind, Result};

@@ -9,15 +9,23 @@ use std::sync::{Arc, Mutex};
 use gulp_format::{ChunkMeta, FrameInfo, ItemMeta, data_file_name, meta_file_name, read_meta};
 use memmap2::Mmap;
 
+use crate::cache::Cached;
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
+use crate::storage::Source;
 
 /// Reads and parses a meta file of either format, naming it on error.
 pub(crate) fn load_meta(meta_path: &Path) -> Result<ChunkMeta> {
-    let bytes = crate::storage::read(meta_path)?;
+    load_meta_from(&Source::plain(meta_path.to_owned()))
+}
+
+/// [`load_meta`] from a file that may be an object read through the node
+/// cache.
+pub(crate) fn load_meta_from(meta: &Source) -> Result<ChunkMeta> {
+    let bytes = meta.read()?;
     read_meta(&bytes).map_err(|source| {
         ErrorKind::Meta {
-            path: meta_path.to_owned(),
+            path: meta.path.clone(),
             source,
         }
         .into()
@@ -52,6 +60,9 @@ pub struct ChunkReader {
     meta: Arc<ChunkMeta>,
     data: Data,
     data_len: u64,
+    /// The node cache's entry the data is read from, in use (so never
+    /// evicted) while this reader lives.
+    _cached: Option<Cached>,
 }
 
 impl ChunkReader {
@@ -77,10 +88,28 @@ impl ChunkReader {
         meta: Arc<ChunkMeta>,
         mode: ReadMode,
     ) -> Result<ChunkReader> {
+        ChunkReader::from_source(&Source::plain(data_path), meta_path, chunk, meta, mode)
+    }
+
+    /// Opens the data file `data` (an object is read from the node cache
+    /// when the source has one, fetched whole into it first if missing)
+    /// whose meta is already parsed.
+    pub(crate) fn from_source(
+        data: &Source,
+        meta_path: PathBuf,
+        chunk: u64,
+        meta: Arc<ChunkMeta>,
+        mode: ReadMode,
+    ) -> Result<ChunkReader> {
+        let data_path = data.path.clone();
+        let cached = data.cached()?;
         #[cfg(feature = "s3")]
-        if crate::storage::is_remote(&data_path) {
+        if cached.is_none() && crate::storage::is_remote(&data_path) {
             let object = crate::remote::Object::at(&data_path)?;
-            let data_len = object.size()?;
+            let data_len = match &data.object {
+                Some(listed) => listed.size,
+                None => object.size()?,
+            };
             return Ok(ChunkReader {
                 chunk,
                 data_path,
@@ -88,9 +117,16 @@ impl ChunkReader {
                 meta,
                 data: Data::Remote(object),
                 data_len,
+                _cached: None,
             });
         }
-        let file = File::open(&data_path).map_err(|e| Error::io("opening", &data_path, e))?;
+        let file = match &cached {
+            Some(c) => c
+                .file
+                .try_clone()
+                .map_err(|e| Error::io("opening", &c.path, e))?,
+            None => File::open(&data_path).map_err(|e| Error::io("opening", &data_path, e))?,
+        };
         let data_len = file
             .metadata()
             .map_err(|e| Error::io("reading", &data_path, e))?
@@ -109,7 +145,13 @@ impl ChunkReader {
             meta,
             data,
             data_len,
+            _cached: cached,
         })
+    }
+
+    /// Whether the data is read from the node cache.
+    pub fn is_cached(&self) -> bool {
+        self._cached.is_some()
     }
 
     /// The chunk number.

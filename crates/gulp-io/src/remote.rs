@@ -15,9 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as Key;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use crate::error::{ErrorKind, Result};
 
@@ -49,14 +50,55 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 
 /// Requests sent to object stores by this process (GET, HEAD, LIST, PUT).
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
+/// Bytes of object data received by this process (GET bodies).
+static RECEIVED: AtomicU64 = AtomicU64::new(0);
 
 /// The number of requests sent to object stores so far.
 pub fn requests() -> u64 {
     REQUESTS.load(Ordering::Relaxed)
 }
 
+/// The bytes of object data received from object stores so far.
+pub fn bytes_received() -> u64 {
+    RECEIVED.load(Ordering::Relaxed)
+}
+
 fn count(n: u64) {
     REQUESTS.fetch_add(n, Ordering::Relaxed);
+}
+
+fn received(n: usize) {
+    RECEIVED.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// Retries of a request that failed, from `GULP_S3_RETRIES` (default 4).
+fn retries() -> usize {
+    std::env::var("GULP_S3_RETRIES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(4)
+}
+
+/// The longest a request may take, from `GULP_S3_TIMEOUT` in seconds
+/// (default 120): a response slower than this fails and is retried.
+fn timeout() -> Duration {
+    std::env::var("GULP_S3_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(Duration::from_secs(120), Duration::from_secs_f64)
+}
+
+/// An object as a listing names it: what a cached copy is checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The object's name under the listed prefix.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its entity tag, where the store gives one: another ETag is another
+    /// version of the object.
+    pub etag: Option<String>,
 }
 
 fn remote_err(
@@ -93,10 +135,7 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
         return Ok(Arc::clone(b));
     }
     let retry = RetryConfig {
-        max_retries: std::env::var("GULP_S3_RETRIES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(4),
+        max_retries: retries(),
         retry_timeout: Duration::from_secs(30),
         ..RetryConfig::default()
     };
@@ -112,7 +151,7 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
                         matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes")
                     }))
                     .with_connect_timeout(Duration::from_secs(5))
-                    .with_timeout(Duration::from_secs(120)),
+                    .with_timeout(timeout()),
             );
     // Path-style requests (`endpoint/bucket/key`) where an endpoint is
     // given: what S3-compatible servers on one host name expect.
@@ -167,8 +206,8 @@ impl Object {
         runtime().block_on(f)
     }
 
-    /// The names and sizes of the objects directly under this prefix.
-    pub(crate) fn list(&self) -> Result<Vec<(String, u64)>> {
+    /// The objects directly under this prefix.
+    pub(crate) fn list(&self) -> Result<Vec<Listed>> {
         count(1);
         let prefix = if self.key.as_ref().is_empty() {
             None
@@ -181,7 +220,13 @@ impl Object {
         Ok(listed
             .objects
             .into_iter()
-            .filter_map(|o| o.location.filename().map(|n| (n.to_owned(), o.size)))
+            .filter_map(|o| {
+                Some(Listed {
+                    name: o.location.filename()?.to_owned(),
+                    size: o.size,
+                    etag: o.e_tag,
+                })
+            })
             .collect())
     }
 
@@ -199,7 +244,10 @@ impl Object {
             got.bytes().await
         });
         match got {
-            Ok(bytes) => Ok(Some(bytes.to_vec())),
+            Ok(bytes) => {
+                received(bytes.len());
+                Ok(Some(bytes.to_vec()))
+            }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.fail(None, e)),
         }
@@ -228,6 +276,7 @@ impl Object {
                 self.fail(Some(&whole), e)
             })?;
         let mut out = Vec::with_capacity(got.len());
+        received(got.iter().map(|b| b.len()).sum());
         for (bytes, range) in got.into_iter().zip(ranges) {
             if bytes.len() as u64 != range.end - range.start {
                 return Err(remote_err(
@@ -242,6 +291,99 @@ impl Object {
             out.push(bytes.to_vec());
         }
         Ok(out)
+    }
+
+    /// Writes the whole object, of `size` bytes, into `file` at its offsets:
+    /// parts of 8 MiB, four at a time, each asked for with `If-Match: etag`
+    /// so that every part comes from the version listed (another version is
+    /// an error, never a mix), and each tried again up to `GULP_S3_RETRIES`
+    /// times when its transfer fails (a reset connection, a timeout).
+    pub(crate) fn download(
+        &self,
+        file: &std::fs::File,
+        size: u64,
+        etag: Option<&str>,
+    ) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        const PART: u64 = 8 << 20;
+        const PARALLEL: usize = 4;
+        let parts: Vec<Range<u64>> = (0..size.div_ceil(PART))
+            .map(|i| i * PART..((i + 1) * PART).min(size))
+            .collect();
+        let retries = retries();
+        let fetch = |range: Range<u64>| async move {
+            let mut attempt = 0;
+            loop {
+                count(1);
+                let options = GetOptions {
+                    range: Some(GetRange::Bounded(range.clone())),
+                    if_match: etag.map(str::to_owned),
+                    ..GetOptions::default()
+                };
+                let got = async {
+                    let got = self.bucket.store.get_opts(&self.key, options).await?;
+                    got.bytes().await
+                }
+                .await;
+                let failed = match got {
+                    Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
+                        received(bytes.len());
+                        return file
+                            .write_all_at(&bytes, range.start)
+                            .map_err(|e| crate::Error::io("writing", Path::new(&self.url), e));
+                    }
+                    Ok(bytes) => {
+                        received(bytes.len());
+                        format!(
+                            "got {} bytes (the object is shorter than its listing says)",
+                            bytes.len()
+                        )
+                    }
+                    Err(object_store::Error::Precondition { .. }) => {
+                        return Err(remote_err(
+                            &self.url,
+                            Some(&range),
+                            "the object changed after the directory was opened (open it again)",
+                        ));
+                    }
+                    Err(e @ object_store::Error::NotFound { .. }) => {
+                        return Err(self.fail(Some(&range), e));
+                    }
+                    Err(e) => clean(&e),
+                };
+                if attempt >= retries {
+                    return Err(remote_err(
+                        &self.url,
+                        Some(&range),
+                        format!("{failed} (after {} attempts)", attempt + 1),
+                    ));
+                }
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
+            }
+        };
+        runtime().block_on(
+            futures::stream::iter(parts)
+                .map(fetch)
+                .buffer_unordered(PARALLEL)
+                .try_collect::<Vec<()>>(),
+        )?;
+        Ok(())
+    }
+
+    /// Copies the object to `to` in the same store (a server-side copy: no
+    /// byte passes through this process).
+    pub(crate) fn copy_to(&self, to: &Object) -> Result<()> {
+        if !Arc::ptr_eq(&self.bucket, &to.bucket) {
+            return Err(remote_err(
+                &to.url,
+                None,
+                format!("cannot copy {} across buckets", self.url),
+            ));
+        }
+        count(1);
+        self.run(self.bucket.store.copy(&self.key, &to.key))
+            .map_err(|e| self.fail(None, e))
     }
 
     /// Writes the whole object.
@@ -310,16 +452,16 @@ fn coalesced(ranges: &[Range<u64>]) -> u64 {
     n
 }
 
-/// Lists a remote directory: (name, URL) of each object under it.
-pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// Lists a remote directory: each object under it, with its URL.
+pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
     let object = Object::at(dir)?;
     let base = object.url().trim_end_matches('/').to_owned();
     Ok(object
         .list()?
         .into_iter()
-        .map(|(name, _)| {
-            let url = PathBuf::from(format!("{base}/{name}"));
-            (name, url)
+        .map(|listed| {
+            let url = PathBuf::from(format!("{base}/{}", listed.name));
+            (listed, url)
         })
         .collect())
 }
@@ -334,9 +476,14 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     Object::at(path)?.get_optional()
 }
 
-/// The names and sizes of the objects directly under the prefix `url`.
-pub fn list(url: &Path) -> Result<Vec<(String, u64)>> {
+/// The objects directly under the prefix `url`.
+pub fn list(url: &Path) -> Result<Vec<Listed>> {
     Object::at(url)?.list()
+}
+
+/// Copies the object `from` to `to` in the same bucket, on the server.
+pub fn copy(from: &Path, to: &Path) -> Result<()> {
+    Object::at(from)?.copy_to(&Object::at(to)?)
 }
 
 /// Reads a whole remote object.

@@ -3,6 +3,9 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cache::{Cache, Cached};
 
 #[cfg(not(feature = "s3"))]
 use crate::error::ErrorKind;
@@ -22,11 +25,42 @@ fn no_s3(path: &Path) -> Error {
     .into()
 }
 
-/// The entries of directory `dir`: (file name, path).
-pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// Which version of an object a listing saw: what a cached copy of it is
+/// checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectId {
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// Its entity tag, where the store gives one.
+    pub(crate) etag: Option<String>,
+}
+
+/// A file of a directory as its listing gives it.
+#[derive(Debug, Clone)]
+pub(crate) struct DirEntry {
+    /// The file name.
+    pub(crate) name: String,
+    /// Its path (a URL for an object).
+    pub(crate) path: PathBuf,
+    /// For an object, the version listed; `None` for a local file.
+    pub(crate) object: Option<ObjectId>,
+}
+
+/// The entries of directory `dir`.
+pub(crate) fn list_dir(dir: &Path) -> Result<Vec<DirEntry>> {
     if is_remote(dir) {
         #[cfg(feature = "s3")]
-        return crate::remote::list_dir(dir);
+        return Ok(crate::remote::list_dir(dir)?
+            .into_iter()
+            .map(|(listed, path)| DirEntry {
+                object: Some(ObjectId {
+                    size: listed.size,
+                    etag: listed.etag,
+                }),
+                name: listed.name,
+                path,
+            })
+            .collect());
         #[cfg(not(feature = "s3"))]
         return Err(no_s3(dir));
     }
@@ -34,10 +68,84 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     for entry in fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))? {
         let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
         if let Some(name) = entry.file_name().to_str() {
-            out.push((name.to_owned(), entry.path()));
+            out.push(DirEntry {
+                name: name.to_owned(),
+                path: entry.path(),
+                object: None,
+            });
         }
     }
     Ok(out)
+}
+
+/// A file of a directory and how to read it: a local file, or an object of
+/// a store, through the node cache when the directory has one.
+#[derive(Debug, Clone)]
+pub(crate) struct Source {
+    /// The file's path (an object's URL).
+    pub(crate) path: PathBuf,
+    /// For an object, the version the directory's listing saw.
+    pub(crate) object: Option<ObjectId>,
+    /// The node cache objects are read through.
+    pub(crate) cache: Option<Arc<Cache>>,
+}
+
+impl Source {
+    /// A local file, or an object read without a cache.
+    pub(crate) fn plain(path: PathBuf) -> Source {
+        Source {
+            path,
+            object: None,
+            cache: None,
+        }
+    }
+
+    /// The object's cached copy, in use while the result lives: fetched
+    /// whole into the cache when missing. `None` for a local file, an
+    /// object without a cache, or when the cache has no room (then the
+    /// object is read from the store).
+    pub(crate) fn cached(&self) -> Result<Option<Cached>> {
+        let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
+            return Ok(None);
+        };
+        #[cfg(feature = "s3")]
+        {
+            let url = self.path.to_str().unwrap_or_default();
+            let remote = crate::remote::Object::at(&self.path)?;
+            cache.get(url, object, |file| {
+                remote.download(file, object.size, object.etag.as_deref())
+            })
+        }
+        #[cfg(not(feature = "s3"))]
+        {
+            let _ = (cache, object);
+            Ok(None)
+        }
+    }
+
+    /// Reads the whole file into `buf` (cleared first), from the cache
+    /// where it can.
+    pub(crate) fn read_into(&self, buf: &mut Vec<u8>) -> Result<()> {
+        use std::io::Read;
+        match self.cached()? {
+            Some(mut cached) => {
+                buf.clear();
+                cached
+                    .file
+                    .read_to_end(buf)
+                    .map(|_| ())
+                    .map_err(|e| Error::io("reading", &cached.path, e))
+            }
+            None => read_into(&self.path, buf),
+        }
+    }
+
+    /// Reads the whole file.
+    pub(crate) fn read(&self) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(&mut buf)?;
+        Ok(buf)
+    }
 }
 
 /// Reads a whole file into `buf` (cleared first).
