@@ -19,6 +19,31 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// The node cache of remote directories.
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// The node cache of `s3://` directories (docs/object-storage.md): each
+/// object is fetched whole, once per node, into a directory that every
+/// process on the node shares.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// Cache the objects of s3:// directories in DIR (default: $GULP_CACHE_DIR; none if unset).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Keep at most SIZE bytes in the cache, evicting the least recently used (500G, 20GiB,
+    /// bytes; default: $GULP_CACHE_LIMIT, else no limit).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_bytes)]
+    pub cache_limit: Option<u64>,
+    /// Read s3:// directories without the cache, whatever $GULP_CACHE_DIR says.
+    #[arg(long, global = true, conflicts_with_all = ["cache_dir", "cache_limit"])]
+    pub no_cache: bool,
+}
+
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    gulp_io::parse_size(text)
+        .ok_or_else(|| format!("{text:?} is not a size (e.g. 500G, 20GiB, 1048576)"))
 }
 
 /// The subcommands.

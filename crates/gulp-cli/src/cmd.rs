@@ -15,12 +15,42 @@ mod status;
 use std::io::{BufWriter, StdoutLock, Write};
 use std::num::NonZeroUsize;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use gulp_io::GulpDirectory;
+use gulp_io::{CacheOptions, DirectoryOptions, GulpDirectory};
 
 use crate::Outcome;
-use crate::cli::Command;
+use crate::cli::{CacheArgs, Command};
+
+/// How every command opens directories: the node cache of the command
+/// line, else of the environment.
+static OPEN: OnceLock<DirectoryOptions> = OnceLock::new();
+
+/// Sets the node cache of remote directories from the command line
+/// (`--cache-dir`, `--cache-limit`, `--no-cache`) and the environment.
+pub fn set_cache(args: &CacheArgs) -> Result<()> {
+    let options = GulpDirectory::options();
+    let options = if args.no_cache {
+        options.cache(None)
+    } else {
+        match (&args.cache_dir, args.cache_limit) {
+            (Some(dir), limit) => options.cache(Some(CacheOptions::new(dir).with_limit(limit))),
+            (None, Some(limit)) => match CacheOptions::from_env()? {
+                Some(env) => options.cache(Some(env.with_limit(Some(limit)))),
+                None => anyhow::bail!("--cache-limit needs --cache-dir (or GULP_CACHE_DIR)"),
+            },
+            (None, None) => options,
+        }
+    };
+    let _ = OPEN.set(options);
+    Ok(())
+}
+
+/// How directories are opened ([`set_cache`]).
+fn directory_options() -> DirectoryOptions {
+    OPEN.get().cloned().unwrap_or_default()
+}
 
 /// Runs one subcommand.
 pub fn run(command: Command) -> Result<Outcome> {
@@ -62,7 +92,8 @@ fn threads(asked: Option<NonZeroUsize>) -> usize {
 
 /// Opens a gulp directory, saying which one on failure.
 fn open_dir(dir: &Path) -> Result<GulpDirectory> {
-    GulpDirectory::open(dir)
+    directory_options()
+        .open(dir)
         .with_context(|| format!("cannot open gulp directory {}", dir.display()))
 }
 

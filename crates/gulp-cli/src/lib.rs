@@ -51,7 +51,7 @@ where
 {
     // clap prints usage errors itself and exits with status 2.
     let cli = Cli::parse_from(args);
-    match cmd::run(cli.command) {
+    match cmd::set_cache(&cli.cache).and_then(|()| cmd::run(cli.command)) {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::ProblemsFound) => EXIT_PROBLEMS,
         Err(err) if is_broken_pipe(&err) => 0,

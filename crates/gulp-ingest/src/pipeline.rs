@@ -258,7 +258,7 @@ pub fn ingest(
     // recovers only its own chunks); a plain run has it to itself.
     let per_chunk = opts.items_per_chunk;
     let (task, _lock) = match opts.shard {
-        _ if remote => (None, None),
+        None if remote => (None, None),
         Some(shard) => {
             let plan = Plan {
                 count: shard.count,

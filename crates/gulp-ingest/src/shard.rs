@@ -19,6 +19,11 @@
 //!
 //! All of them start with [`TEMP_PREFIX`], so readers ignore them and
 //! `gulp recover` (run when no task is running) clears them.
+//!
+//! In an object store there are no locks: the plan and the done files are
+//! objects (a task with another plan is still refused, and `gulp status`
+//! reads them), but a task started twice is not refused, and a running task
+//! cannot be told from a stopped one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -211,19 +216,27 @@ impl Plan {
         })
     }
 
-    /// The plan of the run in `dir`, if one is under way.
+    /// The plan of the run in `dir` (local or `s3://`), if one is under
+    /// way.
     pub fn read(dir: &Path) -> Result<Option<Plan>> {
         let path = dir.join(PLAN_FILE);
-        match fs::read(&path) {
-            Ok(bytes) => Plan::parse(&bytes, &path).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io("reading", path, e)),
+        match gulp_io::read_optional(&path)? {
+            Some(bytes) => Plan::parse(&bytes, &path).map(Some),
+            None => Ok(None),
         }
     }
 
     /// Records this plan in `dir`, or checks it against the one there.
     fn join(&self, dir: &Path, shard: Shard) -> Result<()> {
         let path = dir.join(PLAN_FILE);
+        if gulp_io::is_remote(dir) {
+            // No atomic create in a bucket: the first plan seen is kept, and
+            // a task that wrote it reads it back like the others.
+            if Plan::read(dir)?.is_none() {
+                put(&path, self.to_json().into_bytes())?;
+            }
+            return self.check_against(dir, shard);
+        }
         // Written under a name of this task, then linked into place: the
         // link fails if another task was first, and nobody ever reads a
         // half-written plan.
@@ -241,6 +254,12 @@ impl Plan {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(Error::io("creating", path, e)),
         }
+        self.check_against(dir, shard)
+    }
+
+    /// Checks this plan against the one of the run in `dir`.
+    fn check_against(&self, dir: &Path, shard: Shard) -> Result<()> {
+        let path = dir.join(PLAN_FILE);
         let theirs = Plan::read(dir)?.ok_or_else(|| {
             Error::Options(format!("{} vanished while joining the run", path.display()))
         })?;
@@ -265,22 +284,45 @@ impl Plan {
 }
 
 /// A running task's hold on the directory: the shared directory lock and
-/// its own task lock.
+/// its own task lock (none in an object store).
 #[derive(Debug)]
 pub(crate) struct TaskLock {
-    _dir: File,
-    task: File,
-    task_path: PathBuf,
+    locks: Option<Locks>,
     dir_path: PathBuf,
     shard: Shard,
     plan: Plan,
     joined: bool,
 }
 
+/// A local task's locks.
+#[derive(Debug)]
+struct Locks {
+    _dir: File,
+    task: File,
+    task_path: PathBuf,
+}
+
 impl TaskLock {
     /// Takes task `shard`'s locks in `dir` (the plan is joined later, by
     /// [`join`](Self::join), once the task knows it has work to do).
     pub(crate) fn take(dir: &Path, shard: Shard, plan: Plan) -> Result<TaskLock> {
+        let locks = if gulp_io::is_remote(dir) {
+            None
+        } else {
+            Some(Locks::take(dir, shard)?)
+        };
+        Ok(TaskLock {
+            locks,
+            dir_path: dir.to_owned(),
+            shard,
+            plan,
+            joined: false,
+        })
+    }
+}
+
+impl Locks {
+    fn take(dir: &Path, shard: Shard) -> Result<Locks> {
         let dir_file = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
         match dir_file.try_lock_shared() {
             Ok(()) => {}
@@ -309,17 +351,20 @@ impl TaskLock {
             }
             Err(fs::TryLockError::Error(e)) => return Err(Error::io("locking", &task_path, e)),
         }
-        Ok(TaskLock {
+        Ok(Locks {
             _dir: dir_file,
             task,
             task_path,
-            dir_path: dir.to_owned(),
-            shard,
-            plan,
-            joined: false,
         })
     }
 
+    fn release(self) {
+        let _ = fs::remove_file(&self.task_path);
+        drop(self.task);
+    }
+}
+
+impl TaskLock {
     /// Records the plan in the directory, or checks it against the plan of
     /// the run under way. A task with nothing to do (a re-run after the run
     /// finished) joins only to check a run that is under way, so it leaves
@@ -336,33 +381,30 @@ impl TaskLock {
     /// the run's files.
     pub(crate) fn finish(self) -> Result<bool> {
         let dir = &self.dir_path;
+        let remote = self.locks.is_none();
         if !self.joined {
-            let _ = fs::remove_file(&self.task_path);
+            if let Some(locks) = self.locks {
+                locks.release();
+            }
             return Ok(false);
         }
         let done = dir.join(self.shard.name("done"));
-        File::create(&done).map_err(|e| Error::io("creating", &done, e))?;
-        let all: Vec<PathBuf> = (0..self.plan.count)
-            .map(|i| {
-                dir.join(
-                    Shard {
-                        index: i,
-                        count: self.plan.count,
-                    }
-                    .name("done"),
-                )
-            })
+        if remote {
+            put(&done, Vec::new())?;
+        } else {
+            File::create(&done).map_err(|e| Error::io("creating", &done, e))?;
+        }
+        let count = self.plan.count;
+        let all: Vec<PathBuf> = (0..count)
+            .map(|index| dir.join(Shard { index, count }.name("done")))
             .collect();
-        let _ = fs::remove_file(&self.task_path);
-        drop(self.task);
-        if !all.iter().all(|p| p.exists()) {
+        if let Some(locks) = self.locks {
+            locks.release();
+        }
+        if !finished_tasks(dir, count)?.iter().all(|d| *d) {
             return Ok(false);
         }
         // Several tasks may get here at once: removing is idempotent.
-        let gone = |p: &Path| match fs::remove_file(p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", p, e)),
-            _ => Ok(()),
-        };
         gone(&dir.join(PLAN_FILE))?;
         for p in &all {
             gone(p)?;
@@ -371,11 +413,47 @@ impl TaskLock {
     }
 }
 
-/// Which tasks of a sharded run in `dir` have finished (their done files).
-pub fn finished_tasks(dir: &Path, count: usize) -> Vec<bool> {
-    (0..count)
-        .map(|index| dir.join(Shard { index, count }.name("done")).exists())
-        .collect()
+/// Removes a file or object that may be gone already.
+fn gone(path: &Path) -> Result<()> {
+    if gulp_io::is_remote(path) {
+        #[cfg(feature = "s3")]
+        return Ok(gulp_io::remote::remove(path)?);
+    }
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes a whole object.
+fn put(url: &Path, bytes: Vec<u8>) -> Result<()> {
+    #[cfg(feature = "s3")]
+    return Ok(gulp_io::remote::write(url, bytes)?);
+    #[cfg(not(feature = "s3"))]
+    {
+        let _ = bytes;
+        Err(Error::Options(format!(
+            "{}: this build of gulp writes no object stores (cargo feature `s3`)",
+            url.display()
+        )))
+    }
+}
+
+/// Which tasks of a sharded run in `dir` (local or `s3://`) have finished
+/// (their done files).
+pub fn finished_tasks(dir: &Path, count: usize) -> Result<Vec<bool>> {
+    let name = |index| Shard { index, count }.name("done");
+    if gulp_io::is_remote(dir) {
+        #[cfg(feature = "s3")]
+        {
+            let listed: std::collections::HashSet<String> = gulp_io::remote::list(dir)?
+                .into_iter()
+                .map(|l| l.name)
+                .collect();
+            return Ok((0..count).map(|i| listed.contains(&name(i))).collect());
+        }
+    }
+    Ok((0..count).map(|i| dir.join(name(i)).exists()).collect())
 }
 
 #[cfg(test)]

@@ -1012,8 +1012,22 @@ impl crate::reader::ChunkReader {
         alloc: impl FnOnce(Shape) -> B,
     ) -> Result<(Shape, B)> {
         let jpeg = self.frame(id, index)?;
+        self.decode_jpeg_with(id, index, &jpeg, options, alloc)
+    }
+
+    /// [`decode_frame_with`](Self::decode_frame_with) on bytes already
+    /// read (e.g. all frames of an item, read together by
+    /// [`frames_at`](Self::frames_at): from an object store, one request).
+    pub fn decode_jpeg_with<B: AsMut<[u8]>>(
+        &self,
+        id: &str,
+        index: usize,
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        alloc: impl FnOnce(Shape) -> B,
+    ) -> Result<(Shape, B)> {
         let decode = || -> Result<(Shape, B)> {
-            let mut frame = JpegFrame::new(&jpeg, options.codec)?;
+            let mut frame = JpegFrame::new(jpeg, options.codec)?;
             let header = *frame.header();
             // Refused before the allocation, whatever the header claims.
             check_size(header.width, header.height)?;

@@ -174,12 +174,17 @@ impl LabelIndex {
         JsonSerializer::value_to_string(&Value::Object(self.map.clone()))
     }
 
-    /// Writes the label file of the local directory `dir` atomically
-    /// (temporary name of this process, sync, rename), unless it already
-    /// holds exactly these labels. Returns its path.
+    /// Writes the label file of directory `dir` atomically: locally under a
+    /// temporary name of this process, synced and renamed (unless it
+    /// already holds exactly these labels); in an object store, one PUT.
+    /// Returns its path.
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let path = LabelIndex::path(dir);
         let text = self.to_json();
+        if crate::storage::is_remote(dir) {
+            crate::storage::write_object(&path, text.into_bytes())?;
+            return Ok(path);
+        }
         if fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
             return Ok(path);
         }

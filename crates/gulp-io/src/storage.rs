@@ -190,6 +190,17 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     }
 }
 
+/// Writes a whole object (one PUT: it appears whole or not at all).
+pub(crate) fn write_object(path: &Path, bytes: Vec<u8>) -> Result<()> {
+    #[cfg(feature = "s3")]
+    return crate::remote::write(path, bytes);
+    #[cfg(not(feature = "s3"))]
+    {
+        let _ = bytes;
+        Err(no_s3(path))
+    }
+}
+
 /// The size of a file, local or remote.
 pub(crate) fn file_len(path: &Path) -> Result<u64> {
     if is_remote(path) {

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gulp_io::{
-    ChunkReader, Codec, ColorMode, Crop, Dct, DecodeOptions, GulpDirectory, Image, ReadMode, Scale,
-    Shape, Upsampling,
+    CacheOptions, ChunkReader, Codec, ColorMode, Crop, Dct, DecodeOptions, GulpDirectory, Image,
+    ReadMode, Scale, Shape, Upsampling,
 };
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
@@ -38,15 +38,17 @@ enum Decoded {
 
 /// Decodes frames `indices` of `id`: into one mapping when they share their
 /// decoded shape and come to more than [`pool::ITEM_BYTES`] (a long item),
-/// else each into a pooled buffer.
+/// else each into a pooled buffer. The frames' bytes are read together
+/// first: slices of the map locally, one coalesced request from a store.
 fn decode_frames(
     reader: &ChunkReader,
     id: &str,
     indices: &[usize],
     options: &DecodeOptions,
 ) -> gulp_io::Result<Decoded> {
-    if let [first, _, ..] = indices {
-        let shape = reader.with_frame(id, *first, options.codec, |frame| {
+    let jpegs = reader.frames_at(id, indices)?;
+    if let ([first, _, ..], [jpeg, ..]) = (indices, jpegs.as_slice()) {
+        let shape = reader.with_jpeg(id, *first, jpeg, options.codec, |frame| {
             Ok(frame.header().output_shape(options))
         })?;
         let len = shape.len();
@@ -60,9 +62,9 @@ fn decode_frames(
                 })
             })?;
             let mut same = true;
-            for (slot, &k) in indices.iter().enumerate() {
+            for (slot, (&k, jpeg)) in indices.iter().zip(&jpegs).enumerate() {
                 let out = &mut map[slot * len..(slot + 1) * len];
-                same = reader.with_frame(id, k, options.codec, |frame| {
+                same = reader.with_jpeg(id, k, jpeg, options.codec, |frame| {
                     if frame.header().output_shape(options) != shape {
                         return Ok(false);
                     }
@@ -81,7 +83,10 @@ fn decode_frames(
     }
     indices
         .iter()
-        .map(|&k| reader.decode_frame_with(id, k, options, |shape| pool::take(shape.len())))
+        .zip(&jpegs)
+        .map(|(&k, jpeg)| {
+            reader.decode_jpeg_with(id, k, jpeg, options, |shape| pool::take(shape.len()))
+        })
         .collect::<gulp_io::Result<_>>()
         .map(Decoded::Frames)
 }
@@ -306,6 +311,54 @@ impl Directory {
     }
 }
 
+/// The node cache `cache_dir` and `cache_limit` ask for: `None` leaves it
+/// to `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT`, `Some(None)` is no cache
+/// (`cache_dir=False`).
+pub(crate) fn cache_options(
+    dir: Option<&Bound<'_, PyAny>>,
+    limit: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Option<CacheOptions>>> {
+    let limit = match limit {
+        None => None,
+        Some(v) => Some(match v.extract::<u64>() {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                let text: String = v.extract().map_err(|_| {
+                    Class::Invalid.err("cache_limit is a number of bytes or a size such as '50G'")
+                })?;
+                gulp_io::parse_size(&text).ok_or_else(|| {
+                    Class::Invalid.err(format!(
+                        "cache_limit {text:?} is not a size (e.g. '500G', '20GiB', 1048576)"
+                    ))
+                })?
+            }
+        }),
+    };
+    match dir {
+        None => match limit {
+            None => Ok(None),
+            // A limit alone applies to the environment's cache directory.
+            Some(_) => match CacheOptions::from_env().map_err(io_err)? {
+                Some(env) => Ok(Some(Some(env.with_limit(limit)))),
+                None => Err(Class::Invalid
+                    .err("cache_limit needs a cache directory: cache_dir, or GULP_CACHE_DIR")),
+            },
+        },
+        Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
+            if v.extract::<bool>()? {
+                return Err(Class::Invalid.err(
+                    "cache_dir is a directory, None (GULP_CACHE_DIR, if set) or False (no cache)",
+                ));
+            }
+            Ok(Some(None))
+        }
+        Some(v) => {
+            let path: PathBuf = v.extract()?;
+            Ok(Some(Some(CacheOptions::new(path).with_limit(limit))))
+        }
+    }
+}
+
 fn unknown(dir: &GulpDirectory, id: &str) -> PyErr {
     Class::UnknownId.err(format!(
         "no item with id {id:?} in {}",
@@ -316,18 +369,29 @@ fn unknown(dir: &GulpDirectory, id: &str) -> PyErr {
 #[pymethods]
 impl Directory {
     /// Opens `path`. `mmap=False` reads frames through file handles instead
-    /// of memory maps.
+    /// of memory maps. A remote directory is read through the node cache
+    /// `cache_dir` (limited to `cache_limit` bytes, or a size such as
+    /// '50G'), else through the one `GULP_CACHE_DIR` names, if set;
+    /// `cache_dir=False` reads the store every time.
     #[new]
-    #[pyo3(signature = (path, mmap = true))]
-    fn new(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Directory> {
+    #[pyo3(signature = (path, mmap = true, cache_dir = None, cache_limit = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        mmap: bool,
+        cache_dir: Option<&Bound<'_, PyAny>>,
+        cache_limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Directory> {
         let mode = if mmap {
             ReadMode::Mmap
         } else {
             ReadMode::Buffered
         };
-        let inner = py
-            .detach(|| GulpDirectory::open_with(&path, mode))
-            .map_err(io_err)?;
+        let mut options = GulpDirectory::options().read_mode(mode);
+        if let Some(cache) = cache_options(cache_dir, cache_limit)? {
+            options = options.cache(cache);
+        }
+        let inner = py.detach(|| options.open(&path)).map_err(io_err)?;
         let views = (0..inner.chunks().len())
             .map(|_| PyOnceLock::new())
             .collect();
@@ -500,21 +564,24 @@ impl Directory {
         let indices = resolve(sel, n, id)?;
         let item = reader.item(id).map_err(io_err)?;
         let index = self.chunk_index(id)?;
-        let view = self.chunk_view(py, index, reader)?;
         let list = PyList::empty(py);
+        let Some(view) = self.chunk_view(py, index, reader)? else {
+            // Read through a file handle or from a store: the frames in one
+            // read (one request from a store), as bytes.
+            let indices = indices.unwrap_or_else(|| (0..n).collect());
+            let frames = py
+                .detach(|| reader.frames_at(id, &indices))
+                .map_err(io_err)?;
+            for bytes in frames {
+                list.append(PyBytes::new(py, &bytes))?;
+            }
+            return Ok(list);
+        };
         let mut push = |k: usize| -> PyResult<()> {
             let fi = &item.frame_info[k];
-            match &view {
-                Some(view) => {
-                    let (start, end) = reader.jpeg_range(id, k, fi).map_err(io_err)?;
-                    let (start, end) = (to_isize(start)?, to_isize(end)?);
-                    list.append(view.get_item(slice(py, start, end)?)?)
-                }
-                None => {
-                    let bytes = py.detach(|| reader.read(id, k, fi)).map_err(io_err)?;
-                    list.append(PyBytes::new(py, &bytes))
-                }
-            }
+            let (start, end) = reader.jpeg_range(id, k, fi).map_err(io_err)?;
+            let (start, end) = (to_isize(start)?, to_isize(end)?);
+            list.append(view.get_item(slice(py, start, end)?)?)
         };
         match indices {
             None => (0..n).try_for_each(&mut push)?,
@@ -533,9 +600,11 @@ impl Directory {
         sel: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let (reader, indices) = self.selected(py, id, sel)?;
+        let frames = py
+            .detach(|| reader.frames_at(id, &indices))
+            .map_err(io_err)?;
         let list = PyList::empty(py);
-        for k in indices {
-            let bytes = py.detach(|| reader.frame(id, k)).map_err(io_err)?;
+        for bytes in frames {
             list.append(PyBytes::new(py, &bytes))?;
         }
         Ok(list)
@@ -554,11 +623,12 @@ impl Directory {
         let codec = DecodeOptions::default().codec;
         let shapes = py
             .detach(|| -> gulp_io::Result<Vec<(usize, usize, usize)>> {
+                let jpegs = reader.frames_at(id, &indices)?;
                 indices
-                    .into_iter()
-                    .map(|k| {
-                        let jpeg = reader.frame(id, k)?;
-                        let h = gulp_io::read_header(&jpeg, codec)?;
+                    .iter()
+                    .zip(&jpegs)
+                    .map(|(&k, jpeg)| {
+                        let h = reader.with_jpeg(id, k, jpeg, codec, |f| Ok(*f.header()))?;
                         Ok((h.height, h.width, if h.gray { 1 } else { 3 }))
                     })
                     .collect()

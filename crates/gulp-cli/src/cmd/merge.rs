@@ -101,6 +101,12 @@ fn plan(target: Listing, sources: &[Listing]) -> Result<MergePlan> {
 }
 
 pub fn run(args: &MergeArgs) -> Result<Outcome> {
+    if gulp_io::is_remote(&args.out) || args.dirs.iter().any(|d| gulp_io::is_remote(d)) {
+        #[cfg(feature = "s3")]
+        return run_remote(args);
+        #[cfg(not(feature = "s3"))]
+        bail!("this build of gulp has no object-store support (cargo feature `s3`)");
+    }
     let out = &args.out;
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let lock = File::open(out).with_context(|| format!("opening {}", out.display()))?;
@@ -133,18 +139,16 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
     // Everything is checked before anything moves: each directory is read
     // once, then the plan is made from what was read.
     let target = {
-        let gulp =
-            GulpDirectory::open(out).with_context(|| format!("opening {}", out.display()))?;
-        refuse_unfinished(out, &gulp, false)?;
+        let gulp = open(out)?;
+        refuse_unfinished(out, &gulp, false, &[])?;
         Listing::of(out, &gulp)?
     };
     let sources = args
         .dirs
         .iter()
         .map(|dir| {
-            let source =
-                GulpDirectory::open(dir).with_context(|| format!("opening {}", dir.display()))?;
-            refuse_unfinished(dir, &source, true)?;
+            let source = open(dir)?;
+            refuse_unfinished(dir, &source, true, &[])?;
             Listing::of(dir, &source)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -167,20 +171,21 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
         for entry in fs::read_dir(dir)? {
             let name = entry?.file_name();
             let name = name.to_string_lossy();
-            if name == PLAN_FILE
-                || (name.starts_with(&format!("{TEMP_PREFIX}shard-")) && name.ends_with(".done"))
-            {
+            if is_bookkeeping(&name) {
                 let _ = fs::remove_file(dir.join(&*name));
             }
         }
         sync_dir(dir)?;
     }
+    report(moves.len() + finished, args.dirs.len(), out, &labels)
+}
+
+/// Says what a merge did.
+fn report(moved: usize, dirs: usize, out: &Path, labels: &LabelIndex) -> Result<Outcome> {
     let mut stdout = super::stdout();
     writeln!(
         stdout,
-        "moved {} chunks from {} directories into {}{}",
-        moves.len() + finished,
-        args.dirs.len(),
+        "moved {moved} chunks from {dirs} directories into {}{}",
         out.display(),
         if labels.is_empty() {
             String::new()
@@ -192,10 +197,117 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// Opens a directory for a merge: its chunks and ids only, never through
+/// the node cache.
+fn open(dir: &Path) -> Result<GulpDirectory> {
+    GulpDirectory::options()
+        .cache(None)
+        .open(dir)
+        .with_context(|| format!("opening {}", dir.display()))
+}
+
+/// `gulp merge` within one bucket: each chunk is copied on the server (no
+/// byte passes through this process), data then meta (the meta is the
+/// commit, as in an ingest), then the source's objects are removed, meta
+/// first. There is no lock in a bucket: run one merge at a time, after the
+/// ingests. A merge killed between the copies leaves in OUT a data object
+/// without its meta (which readers ignore, and the next merge overwrites);
+/// one killed after the copies leaves the chunk in both places, with the
+/// same meta: the next merge finishes it by removing the source's copy.
+#[cfg(feature = "s3")]
+fn run_remote(args: &MergeArgs) -> Result<Outcome> {
+    let out = &args.out;
+    let bucket = |p: &Path| {
+        p.to_str()
+            .and_then(|t| t.strip_prefix("s3://"))
+            .map(|t| t.split('/').next().unwrap_or_default().to_owned())
+    };
+    let key = |p: &Path| p.to_string_lossy().trim_end_matches('/').to_owned();
+    for dir in &args.dirs {
+        if bucket(dir).is_none() || bucket(dir) != bucket(out) {
+            bail!(
+                "gulp merge moves chunks within one filesystem or within one bucket: {} and {} are not in one bucket",
+                dir.display(),
+                out.display()
+            );
+        }
+        if key(dir) == key(out) {
+            bail!("{} is the output directory", dir.display());
+        }
+    }
+    let object = |dir: &Path, name: &str| dir.join(name);
+    // Chunks a killed merge copied but did not remove.
+    let mut finished = 0;
+    let target = open(out)?;
+    for dir in &args.dirs {
+        let source = open(dir)?;
+        for entry in source.chunks() {
+            let Some(theirs) = target.chunks().iter().find(|c| c.chunk == entry.chunk) else {
+                continue;
+            };
+            let same = theirs.data_size() == entry.data_size()
+                && gulp_io::read_optional(&theirs.meta_path)?
+                    == gulp_io::read_optional(&entry.meta_path)?;
+            if same {
+                gulp_io::remote::remove(&entry.meta_path)?;
+                gulp_io::remote::remove(&entry.data_path)?;
+                finished += 1;
+            }
+        }
+    }
+    let sources = args
+        .dirs
+        .iter()
+        .map(|dir| {
+            let source = open(dir)?;
+            refuse_unfinished(dir, &source, true, &[])?;
+            Listing::of(dir, &source)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let incoming: Vec<u64> = sources.iter().flat_map(|s| s.chunks.clone()).collect();
+    let target = {
+        let gulp = open(out)?;
+        refuse_unfinished(out, &gulp, false, &incoming)?;
+        Listing::of(out, &gulp)?
+    };
+    let MergePlan { moves, labels } = plan(target, &sources)?;
+    for m in &moves {
+        let (data, meta) = (data_file_name(m.chunk), meta_file_name(m.chunk));
+        gulp_io::remote::copy(&object(&m.from, &data), &object(out, &data))?;
+        gulp_io::remote::copy(&object(&m.from, &meta), &object(out, &meta))?;
+        gulp_io::remote::remove(&object(&m.from, &meta))?;
+        gulp_io::remote::remove(&object(&m.from, &data))?;
+    }
+    if !labels.is_empty() {
+        labels.sorted().write(out)?;
+    }
+    for dir in &args.dirs {
+        // A sharded run's records in the source, done with now.
+        for listed in gulp_io::remote::list(dir)? {
+            if is_bookkeeping(&listed.name) {
+                gulp_io::remote::remove(&object(dir, &listed.name))?;
+            }
+        }
+    }
+    report(moves.len() + finished, args.dirs.len(), out, &labels)
+}
+
+/// A sharded run's plan or a task's done file.
+fn is_bookkeeping(name: &str) -> bool {
+    name == PLAN_FILE
+        || (name.starts_with(&format!("{TEMP_PREFIX}shard-")) && name.ends_with(".done"))
+}
+
 /// Refuses a directory with an unfinished write (a running or killed
 /// task): temporary files, orphan data or meta. A sharded task's plan and
-/// done files are not unfinished writes.
-fn refuse_unfinished(dir: &Path, gulp: &GulpDirectory, source: bool) -> Result<()> {
+/// done files are not unfinished writes, nor (in a merge's output) a data
+/// file of a chunk in `incoming`, which the merge writes again.
+fn refuse_unfinished(
+    dir: &Path,
+    gulp: &GulpDirectory,
+    source: bool,
+    incoming: &[u64],
+) -> Result<()> {
     for warning in gulp.warnings() {
         let path = match warning {
             DirectoryWarning::TempFile(p)
@@ -206,9 +318,13 @@ fn refuse_unfinished(dir: &Path, gulp: &GulpDirectory, source: bool) -> Result<(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let bookkeeping = name == PLAN_FILE
-            || (name.starts_with(&format!("{TEMP_PREFIX}shard-")) && name.ends_with(".done"));
-        if source && bookkeeping {
+        if let (DirectoryWarning::OrphanData(_), Some(ChunkFile::Data(k))) =
+            (warning, parse_chunk_file_name(&name))
+            && incoming.contains(&k)
+        {
+            continue;
+        }
+        if source && is_bookkeeping(&name) {
             continue;
         }
         bail!(

@@ -121,7 +121,11 @@ impl Facts {
 
 pub fn run(args: &StatusArgs) -> Result<Outcome> {
     let dir = &args.dir;
-    let gulp = GulpDirectory::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    let remote = gulp_io::is_remote(dir);
+    let gulp = GulpDirectory::options()
+        .cache(None)
+        .open(dir)
+        .with_context(|| format!("opening {}", dir.display()))?;
     let plan = Plan::read(dir)?;
     let shards = match (&plan, args.shards) {
         (Some(p), Some(n)) if p.count != n.get() => bail!(
@@ -141,24 +145,28 @@ pub fn run(args: &StatusArgs) -> Result<Outcome> {
         shards,
         total: plan.as_ref().map(Plan::chunks),
         committed: gulp.chunks().iter().map(|c| c.chunk).collect(),
-        finished: finished_tasks(dir, shards),
+        finished: finished_tasks(dir, shards)?,
     };
     // What only the directory can tell: a task's lock held (running), or
     // its lock or a chunk of it begun (started).
+    // In a bucket there are no locks: a task that has begun and is not done
+    // may be running or stopped (the output says so).
     let running = |task: usize| {
-        OpenOptions::new()
-            .write(true)
-            .open(lock_path(dir, task, shards))
-            .ok()
-            .is_some_and(|f: File| matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)))
+        !remote
+            && OpenOptions::new()
+                .write(true)
+                .open(lock_path(dir, task, shards))
+                .ok()
+                .is_some_and(|f: File| matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)))
     };
     let started = |task: usize, owned: &[u64]| {
-        lock_path(dir, task, shards).exists()
+        (!remote && lock_path(dir, task, shards).exists())
             || owned.iter().any(|k| {
                 facts.committed.contains(k)
-                    || dir
-                        .join(format!("{TEMP_PREFIX}{}", data_file_name(*k)))
-                        .exists()
+                    || (!remote
+                        && dir
+                            .join(format!("{TEMP_PREFIX}{}", data_file_name(*k)))
+                            .exists())
             })
     };
     let status = facts.status(dir.display().to_string(), running, started);
@@ -193,6 +201,12 @@ pub fn run(args: &StatusArgs) -> Result<Outcome> {
         }
         if !status.resubmit.is_empty() {
             let list: Vec<String> = status.resubmit.iter().map(usize::to_string).collect();
+            if remote {
+                writeln!(
+                    out,
+                    "(in a bucket a running task cannot be told from a stopped one: \"stopped\" tasks may still be running)"
+                )?;
+            }
             writeln!(out, "to finish, run tasks {} again:", list.join(", "))?;
             writeln!(
                 out,

@@ -107,6 +107,16 @@ def _chunk_location(path: _Path, meta: bool = False) -> tuple[str, int]:
     return directory or ".", int(match.group(1))
 
 
+def _is_remote(path: str) -> bool:
+    """Whether ``path`` is an object-store URL (``s3://bucket/prefix``)."""
+    return path.startswith("s3://")
+
+
+def _absolute(path: str) -> str:
+    """A local path made absolute; a URL as it is."""
+    return path.rstrip("/") if _is_remote(path) else os.path.abspath(path)
+
+
 def _chunk_index(native: _gulp.Directory, number: int) -> int:
     for index, (n, _, _) in enumerate(native.chunk_files()):
         if n == number:
@@ -130,19 +140,30 @@ class GulpDirectory:
     ``H×W`` gray) and the item's first meta dict. ``jpeg_decoder`` replaces
     the built-in libjpeg-turbo decoder (it gets each frame's JPEG bytes).
     ``mmap=False`` reads through file handles instead of memory maps.
+
+    An ``s3://`` directory is read through a node cache when ``cache_dir``
+    is given (or ``GULP_CACHE_DIR`` is set): each chunk's objects are
+    fetched whole, once per node, shared by every process on it, and
+    evicted least recently used beyond ``cache_limit`` (bytes, or a size
+    such as ``"50G"``; ``GULP_CACHE_LIMIT``). ``cache_dir=False`` reads the
+    store every time. See ``docs/object-storage.md``.
     """
 
     def __init__(self, output_dir: _Path, jpeg_decoder: Optional[_Decoder] = jpeg_bytes_to_img, *,
-                 mmap: bool = True) -> None:
+                 mmap: bool = True, cache_dir: Union[None, bool, _Path] = None,
+                 cache_limit: Union[None, int, str] = None) -> None:
         self.output_dir = output_dir
         self.jpeg_decoder = jpeg_decoder
         self._mmap = mmap
-        self._native = _gulp.Directory(output_dir, mmap=mmap)
+        self._cache_args = (cache_dir, cache_limit)
+        self._native = _gulp.Directory(output_dir, mmap=mmap, cache_dir=cache_dir,
+                                       cache_limit=cache_limit)
         self._cache: dict[str, Any] = {}
 
     # Pickling (spawned DataLoader workers): reopen by path.
     def __reduce__(self) -> tuple[Callable[..., GulpDirectory], tuple[Any, ...]]:
-        return (_reopen_directory, (self.output_dir, self.jpeg_decoder, self._mmap))
+        return (_reopen_directory,
+                (self.output_dir, self.jpeg_decoder, self._mmap, *self._cache_args))
 
     def _lazy(self, name: str, build: Callable[[], _T]) -> _T:
         value = self._cache.get(name)
@@ -311,9 +332,11 @@ class GulpDirectory:
         )
 
 
-def _reopen_directory(output_dir: _Path, jpeg_decoder: Optional[_Decoder],
-                      mmap: bool) -> GulpDirectory:
-    return GulpDirectory(output_dir, jpeg_decoder, mmap=mmap)
+def _reopen_directory(output_dir: _Path, jpeg_decoder: Optional[_Decoder], mmap: bool,
+                      cache_dir: Union[None, bool, _Path] = None,
+                      cache_limit: Union[None, int, str] = None) -> GulpDirectory:
+    return GulpDirectory(output_dir, jpeg_decoder, mmap=mmap, cache_dir=cache_dir,
+                         cache_limit=cache_limit)
 
 
 class GulpChunk:
@@ -335,7 +358,7 @@ class GulpChunk:
         self.jpeg_decoder = jpeg_decoder
         self._dir, self._number = _chunk_location(self.data_file_path)
         meta_dir, meta_number = _chunk_location(self.meta_file_path, meta=True)
-        if (os.path.abspath(meta_dir), meta_number) != (os.path.abspath(self._dir), self._number):
+        if (_absolute(meta_dir), meta_number) != (_absolute(self._dir), self._number):
             raise InvalidInputError(
                 f"{self.meta_file_path} is not the meta file of {self.data_file_path}"
             )
@@ -367,17 +390,31 @@ class GulpChunk:
             self._native = native
         return self._native, self._index
 
+    def _exists(self) -> bool:
+        """Whether the chunk is committed (its meta file is there): a file
+        test locally; in a bucket, whether the directory's listing has it."""
+        if not _is_remote(self.meta_file_path):
+            return os.path.exists(self.meta_file_path)
+        if self._native is not None and self._index is not None:
+            return True
+        native = _gulp.Directory(self._dir)
+        if not any(n == self._number for n, _, _ in native.chunk_files()):
+            return False
+        self._index = _chunk_index(native, self._number)
+        self._native = native
+        return True
+
     @property
     def meta_dict(self) -> dict[str, dict[str, list[Any]]]:
         """Id to ``{'frame_info': [...], 'meta_data': [...]}``, in meta order
         (empty if the chunk does not exist yet)."""
-        if not os.path.exists(self.meta_file_path):
+        if not self._exists():
             return OrderedDict()
         native, index = self._reader()
         return native.chunk_meta(index)
 
     def __contains__(self, id_: object) -> bool:
-        if not os.path.exists(self.meta_file_path):
+        if not self._exists():
             return False
         native, _ = self._reader()
         return native.chunk_of(str(id_)) == self._number
@@ -390,7 +427,7 @@ class GulpChunk:
         return self.iter_all()
 
     def __len__(self) -> int:
-        if not os.path.exists(self.meta_file_path):
+        if not self._exists():
             return 0
         return len(self._ids())
 
