@@ -52,6 +52,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A GulpIO v1 window cannot be taken from an item.
+    #[error("cannot take a window from frame {start} of an item of {n} frames: {reason}")]
+    Window {
+        /// The window's first frame.
+        start: usize,
+        /// Frames in the item.
+        n: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// A saved state does not belong to this loader.
     #[error("cannot resume from this state: {0}")]
     State(String),

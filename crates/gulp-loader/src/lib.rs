@@ -18,7 +18,8 @@
 //!   mid-epoch exactly.
 //!
 //! Beside the loader, what GulpIO v1's Python classes compute with:
-//! [`resample`], Pillow's resize pixel for pixel (`gulp.transforms`).
+//! [`resample`], Pillow's resize pixel for pixel (`gulp.transforms`), and
+//! [`V1Window`], v1's clip window (`gulp.dataset`).
 //!
 //! ```no_run
 //! # fn main() -> gulp_loader::Result<()> {
@@ -56,5 +57,5 @@ pub use crate::loader::{
 pub use crate::order::{Order, Slot};
 pub use crate::resample::{Filter, Sample, Shape, nearest_indices, resample};
 pub use crate::rng::Rng;
-pub use crate::sampling::{Placement, Sampling, clip_indices};
+pub use crate::sampling::{Placement, Sampling, V1Window, clip_indices};
 pub use crate::transform::{CropMode, Geometry, Renderer, Spatial, resized_size};
