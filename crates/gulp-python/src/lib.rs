@@ -45,6 +45,8 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec::decode_image, m)?)?;
     m.add_function(wrap_pyfunction!(v1::resample, m)?)?;
     m.add_function(wrap_pyfunction!(v1::nearest_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(v1::window_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(v1::window, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::ingest, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::check, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::recover, m)?)?;

@@ -1,10 +1,12 @@
 //! What GulpIO v1's Python classes compute with, from gulp-loader:
-//! Pillow's resampling for `gulp.transforms`.
+//! Pillow's resampling for `gulp.transforms` and v1's clip window for
+//! `gulp.dataset`.
 
-use gulp_loader::{Filter, Sample, Shape};
+use gulp_loader::{Filter, Sample, Shape, V1Window};
 use ndarray::{ArrayD, IxDyn};
 use numpy::{Element, PyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use pyo3::types::PySlice;
 
 use crate::errors::Class;
 use crate::loader::loader_err;
@@ -91,4 +93,29 @@ pub(crate) fn nearest_indices(
     out_size: usize,
 ) -> Bound<'_, PyArray1<usize>> {
     PyArray1::from_vec(py, gulp_loader::nearest_indices(in_size, out_size))
+}
+
+/// How many first frames GulpIO v1's window of `frames` frames (`None`:
+/// every frame) `step` apart can have in an item of `n` frames.
+#[pyfunction]
+pub(crate) fn window_starts(frames: Option<usize>, step: usize, n: usize) -> usize {
+    V1Window::starts(frames, step, n)
+}
+
+/// GulpIO v1's window from frame `start`: the slice of frames to read and
+/// how many copies of the last one complete the clip.
+#[pyfunction]
+pub(crate) fn window<'py>(
+    py: Python<'py>,
+    frames: Option<usize>,
+    step: usize,
+    n: usize,
+    start: usize,
+) -> PyResult<(Bound<'py, PySlice>, usize)> {
+    let w = V1Window::new(frames, step, n, start).map_err(loader_err)?;
+    let index = |v: usize| {
+        isize::try_from(v).map_err(|_| Class::Invalid.err(format!("frame {v} is out of range")))
+    };
+    let slice = PySlice::new(py, index(w.start)?, index(w.stop)?, index(w.step)?);
+    Ok((slice, w.pad))
 }

@@ -301,6 +301,17 @@ def test_dataset_errors(video_dir, tmp_path):
         GulpVideoDataset(video_dir, 4, 0, False)
 
 
+def test_an_item_without_frames_is_an_error_that_names_it(tmp_path):
+    # v1 failed with an IndexError on the padding of an empty frame list.
+    directory = write_dir(gulp.fileio, str(tmp_path / "empty-item"),
+                          [("empty", {"label": "0"}, []), ("one", {"label": "0"}, [level_frame(3)])],
+                          LABEL2IDX)
+    dataset = GulpVideoDataset(directory, 4, 2, False)
+    assert frame_levels(dataset[1][0]) == [3, 3, 3, 3]
+    with pytest.raises(ValueError, match="item 'empty' of .*: .*an item of 0 frames"):
+        dataset[0]
+
+
 # DataLoader ------------------------------------------------------------------------
 
 class Indexed:

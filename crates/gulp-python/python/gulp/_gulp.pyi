@@ -21,6 +21,8 @@ __all__ = [
     "decode_image",
     "resample",
     "nearest_indices",
+    "window_starts",
+    "window",
     "ingest",
     "check",
     "recover",
@@ -177,6 +179,8 @@ def resample(
     img: npt.NDArray[_Sample], height: int, width: int, filter: str
 ) -> npt.NDArray[_Sample]: ...
 def nearest_indices(in_size: int, out_size: int) -> npt.NDArray[np.uintp]: ...
+def window_starts(frames: Optional[int], step: int, n: int) -> int: ...
+def window(frames: Optional[int], step: int, n: int, start: int) -> tuple[slice, int]: ...
 def ingest(
     kind: str,
     inputs: Sequence[_Path],
