@@ -36,6 +36,32 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// An image cannot be resampled: its samples do not fill its shape, a
+    /// size is zero, or the output does not fit in memory.
+    #[error(
+        "cannot resample a {}x{}x{} image to {height}x{width}: {reason}",
+        from.0, from.1, from.2
+    )]
+    Resample {
+        /// The input's `(height, width, channels)`.
+        from: (usize, usize, usize),
+        /// The output's height.
+        height: usize,
+        /// The output's width.
+        width: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A GulpIO v1 window cannot be taken from an item.
+    #[error("cannot take a window from frame {start} of an item of {n} frames: {reason}")]
+    Window {
+        /// The window's first frame.
+        start: usize,
+        /// Frames in the item.
+        n: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// A saved state does not belong to this loader.
     #[error("cannot resume from this state: {0}")]
     State(String),

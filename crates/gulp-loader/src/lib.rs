@@ -17,6 +17,10 @@
 //!   the thread count does not change them and a saved [`State`] resumes
 //!   mid-epoch exactly.
 //!
+//! Beside the loader, what GulpIO v1's Python classes compute with:
+//! [`resample`], Pillow's resize pixel for pixel (`gulp.transforms`), and
+//! [`V1Window`], v1's clip window (`gulp.dataset`).
+//!
 //! ```no_run
 //! # fn main() -> gulp_loader::Result<()> {
 //! use gulp_loader::{CropMode, Loader, LoaderOptions, Sampling, Spatial};
@@ -41,6 +45,7 @@ mod error;
 mod frames;
 mod loader;
 mod order;
+mod resample;
 mod rng;
 mod sampling;
 mod transform;
@@ -50,6 +55,7 @@ pub use crate::loader::{
     Batch, Batches, Labels, Loader, LoaderOptions, OnError, Skipped, State, default_threads,
 };
 pub use crate::order::{Order, Slot};
+pub use crate::resample::{Filter, Sample, Shape, nearest_indices, resample};
 pub use crate::rng::Rng;
-pub use crate::sampling::{Placement, Sampling, clip_indices};
+pub use crate::sampling::{Placement, Sampling, V1Window, clip_indices};
 pub use crate::transform::{CropMode, Geometry, Renderer, Spatial, resized_size};

@@ -5,6 +5,7 @@
 //! drawn at random; otherwise clip `k` of `clips` is placed deterministically
 //! (evenly over the item, the centre for one clip).
 
+use crate::error::{Error, Result};
 use crate::rng::Rng;
 
 /// How a clip's frames are chosen from an item.
@@ -92,7 +93,7 @@ pub fn clip_indices(
     let (t, step, n) = (frames.max(1), step.max(1), n.max(1));
     match sampling {
         Sampling::Window => {
-            let span = (t - 1) * step + 1;
+            let span = span(t, step);
             let start = start_of(span, n, placement);
             (0..t).map(|i| (start + i * step).min(n - 1)).collect()
         }
@@ -160,6 +161,109 @@ pub fn clip_indices(
                 .collect(),
         },
     }
+}
+
+/// GulpIO v1's window over one item (`gulp.dataset.GulpVideoDataset`): the
+/// frames a clip reads, `start..stop` by `step`, and how many copies of the
+/// last one complete it.
+///
+/// It is [`Sampling::Window`] but for where it starts and how it pads: the
+/// first frame is given (v1 draws it with numpy, among
+/// [`starts`](Self::starts); evaluation starts at frame 0, not centred), and
+/// an item shorter than the window repeats the last frame *read*, where
+/// `Sampling::Window` repeats the item's last frame (not the same frame
+/// when `step > 1`).
+///
+/// ```
+/// use gulp_loader::V1Window;
+///
+/// // 4 frames 2 apart from frame 0 of an item of 5: 0, 2, 4, then 4 again.
+/// let w = V1Window::new(Some(4), 2, 5, 0)?;
+/// assert_eq!((w.start, w.stop, w.step, w.pad), (0, 5, 2, 1));
+/// assert_eq!(w.indices(), [0, 2, 4, 4]);
+/// assert_eq!(V1Window::starts(Some(4), 2, 12), 6); // starts 0..=5
+/// # Ok::<(), gulp_loader::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V1Window {
+    /// The first frame read.
+    pub start: usize,
+    /// The end of the frames read (exclusive).
+    pub stop: usize,
+    /// The distance between the frames read.
+    pub step: usize,
+    /// Copies of the last frame read that follow them.
+    pub pad: usize,
+}
+
+impl V1Window {
+    /// How many first frames a window of `frames` frames `step` apart can
+    /// have in an item of `n` frames: `n - span + 1` for a span of
+    /// `(frames - 1) * step + 1`, and 1 (frame 0) when the item is no
+    /// longer than that or `frames` is `None` (every frame).
+    pub fn starts(frames: Option<usize>, step: usize, n: usize) -> usize {
+        frames.map_or(1, |t| n.saturating_sub(span(t, step)) + 1)
+    }
+
+    /// The window of `frames` frames `step` apart from frame `start` of an
+    /// item of `n` frames; `frames = None` reads every `step`-th frame of
+    /// the item and pads nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Window`] when `frames` or `step` is 0, `start` is not one of
+    /// the window's [`starts`](Self::starts), or the item has no frame to
+    /// read.
+    pub fn new(frames: Option<usize>, step: usize, n: usize, start: usize) -> Result<V1Window> {
+        let fail = |reason: String| Error::Window { start, n, reason };
+        if step == 0 || frames == Some(0) {
+            return Err(fail("frames and step must be at least 1".into()));
+        }
+        let starts = V1Window::starts(frames, step, n);
+        if start >= starts {
+            return Err(fail(format!(
+                "the window starts at frame {} at most",
+                starts - 1
+            )));
+        }
+        let Some(t) = frames else {
+            return Ok(V1Window {
+                start,
+                stop: n,
+                step,
+                pad: 0,
+            });
+        };
+        if n == 0 {
+            return Err(fail("the item has no frame to read".into()));
+        }
+        let stop = start.saturating_add(span(t, step)).min(n);
+        let read = (stop - start).div_ceil(step);
+        Ok(V1Window {
+            start,
+            stop,
+            step,
+            pad: t - read,
+        })
+    }
+
+    /// The clip's frame indices, the padding included.
+    pub fn indices(&self) -> Vec<usize> {
+        let read: Vec<usize> = (self.start..self.stop).step_by(self.step).collect();
+        let last = read.last().copied();
+        read.into_iter()
+            .chain(
+                last.into_iter()
+                    .flat_map(|f| std::iter::repeat_n(f, self.pad)),
+            )
+            .collect()
+    }
+}
+
+/// The frames a window of `frames` frames `step` apart spans (saturated:
+/// no item is that long).
+fn span(frames: usize, step: usize) -> usize {
+    (frames.max(1) - 1).saturating_mul(step).saturating_add(1)
 }
 
 /// The first frame of a window of `span` frames: random, centred, or clip
@@ -280,7 +384,68 @@ mod tests {
         assert_eq!(ends, [vec![0, 3], vec![6, 9]]);
     }
 
+    #[test]
+    fn v1_window_pads_with_the_last_frame_read() {
+        let w = V1Window::new(Some(8), 3, 5, 0).unwrap();
+        assert_eq!((w.start, w.stop, w.step, w.pad), (0, 5, 3, 6));
+        assert_eq!(w.indices(), [0, 3, 3, 3, 3, 3, 3, 3]);
+        // Sampling::Window repeats the item's last frame instead.
+        assert_eq!(fixed(Sampling::Window, 8, 3, 5), [0, 3, 4, 4, 4, 4, 4, 4]);
+        // Long enough: no padding, anywhere the span fits.
+        assert_eq!(V1Window::starts(Some(4), 3, 32), 23);
+        let w = V1Window::new(Some(4), 3, 32, 22).unwrap();
+        assert_eq!(w.indices(), [22, 25, 28, 31]);
+        assert_eq!(V1Window::starts(Some(4), 3, 10), 1);
+        assert_eq!(V1Window::starts(Some(4), 3, 3), 1);
+        // Every frame: one start, no padding.
+        let w = V1Window::new(None, 3, 32, 0).unwrap();
+        assert_eq!((w.start, w.stop, w.step, w.pad), (0, 32, 3, 0));
+        assert_eq!(w.indices(), (0..32).step_by(3).collect::<Vec<_>>());
+        assert_eq!(
+            V1Window::new(None, 2, 0, 0).unwrap().indices(),
+            [0_usize; 0]
+        );
+    }
+
+    #[test]
+    fn v1_window_errors_name_the_start_and_the_item() {
+        let err = V1Window::new(Some(4), 1, 10, 7).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot take a window from frame 7 of an item of 10 frames: \
+             the window starts at frame 6 at most"
+        );
+        assert!(V1Window::new(Some(4), 0, 10, 0).is_err());
+        assert!(V1Window::new(Some(0), 1, 10, 0).is_err());
+        let err = V1Window::new(Some(4), 1, 0, 0).unwrap_err();
+        assert!(
+            err.to_string().ends_with("the item has no frame to read"),
+            "{err}"
+        );
+    }
+
     proptest! {
+        #[test]
+        fn v1_windows_read_every_step_and_pad_to_the_clip(
+            t in 1usize..12, step in 1usize..5, n in 1usize..80, pick: usize,
+        ) {
+            let starts = V1Window::starts(Some(t), step, n);
+            let start = pick % starts;
+            let w = V1Window::new(Some(t), step, n, start).unwrap();
+            let idx = w.indices();
+            prop_assert_eq!(idx.len(), t);
+            prop_assert!(idx.iter().all(|&i| i < n));
+            let read = &idx[..t - w.pad];
+            prop_assert!(read.windows(2).all(|p| p[1] - p[0] == step));
+            prop_assert!(idx[t - w.pad..].iter().all(|&i| i == read[read.len() - 1]));
+            // The last start puts the window's end on the item's last frame.
+            if starts > 1 {
+                let last = V1Window::new(Some(t), step, n, starts - 1).unwrap();
+                prop_assert_eq!(last.indices()[t - 1], n - 1);
+                prop_assert_eq!(last.pad, 0);
+            }
+        }
+
         #[test]
         fn random_clips_are_valid(
             mode in 0usize..4, t in 1usize..12, step in 1usize..5, n in 1usize..80, seed: u64,

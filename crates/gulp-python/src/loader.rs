@@ -21,7 +21,7 @@ use crate::errors::{Class, io_err};
 
 /// A loader error as a Python exception: decoding and I/O errors keep their
 /// classes, bad options are `InvalidInputError` (a `ValueError`).
-fn loader_err(e: gulp_loader::Error) -> PyErr {
+pub(crate) fn loader_err(e: gulp_loader::Error) -> PyErr {
     match e {
         gulp_loader::Error::Io(e) => io_err(e),
         gulp_loader::Error::Clip { .. } => Class::Decode.err(e.to_string()),

@@ -2,7 +2,7 @@
 (`gulp`, `gulp.fileio`, `gulp.utils`) rather than this one."""
 
 from os import PathLike
-from typing import Any, Optional, Sequence, Tuple, Union, final
+from typing import Any, Optional, Sequence, Tuple, TypeVar, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,10 @@ __all__ = [
     "jpeg_header",
     "resize",
     "decode_image",
+    "resample",
+    "nearest_indices",
+    "window_starts",
+    "window",
     "ingest",
     "check",
     "recover",
@@ -33,6 +37,7 @@ _Path = Union[str, PathLike[str]]
 _Selection = Union[None, slice, Sequence[int], npt.NDArray[np.integer[Any]]]
 _Scale = Union[str, int, Tuple[int, int]]
 _Crop = Tuple[int, int, int, int]
+_Sample = TypeVar("_Sample", np.uint8, np.float64)
 
 # The classes are PyO3's: built by __new__, not subclassable.
 @final
@@ -172,6 +177,12 @@ def decode_jpeg(
 def jpeg_header(data: bytes) -> tuple[int, int, int]: ...
 def resize(img: npt.NDArray[np.uint8], size: int) -> npt.NDArray[np.uint8]: ...
 def decode_image(data: bytes) -> npt.NDArray[np.uint8]: ...
+def resample(
+    img: npt.NDArray[_Sample], height: int, width: int, filter: str
+) -> npt.NDArray[_Sample]: ...
+def nearest_indices(in_size: int, out_size: int) -> npt.NDArray[np.uintp]: ...
+def window_starts(frames: Optional[int], step: int, n: int) -> int: ...
+def window(frames: Optional[int], step: int, n: int, start: int) -> tuple[slice, int]: ...
 def ingest(
     kind: str,
     inputs: Sequence[_Path],

@@ -161,23 +161,24 @@ class GulpVideoDataset(_GulpDataset):
         self.stack = stack
         self.random_offset = random_offset
 
-    def _window(self, length: int) -> tuple[slice, int]:
-        """The frames to read (a slice) and how many to add by padding."""
-        step = self.step_size
-        if self.num_frames < 0:
-            return slice(0, length, step), 0
-        span = (self.num_frames - 1) * step + 1
+    def _window(self, item_id: str, length: int) -> tuple[slice, int]:
+        """The frames to read (a slice) and how many to add by padding:
+        gulp-loader's ``V1Window``, from a start drawn with numpy as v1 does."""
+        frames = self.num_frames if self.num_frames > 0 else None
         offset = 0
-        if length > span and self.random_offset and not self.is_val:
-            offset = int(np.random.randint(0, length - span + 1))
-        window = slice(offset, min(offset + span, length), step)
-        read = len(range(window.start, window.stop, step))
-        return window, self.num_frames - read
+        if self.random_offset and not self.is_val:
+            starts = _gulp.window_starts(frames, self.step_size, length)
+            if starts > 1:
+                offset = int(np.random.randint(0, starts))
+        try:
+            return _gulp.window(frames, self.step_size, length, offset)
+        except InvalidInputError as e:
+            raise InvalidInputError(f"item {item_id!r} of {self.data_path}: {e}") from None
 
     def __getitem__(self, index: int) -> Tuple[Any, Any]:
         """``(frames, label index)`` of item ``index``."""
         item_id = self._id(index)
-        window, missing = self._window(self.gd.frame_count(item_id))
+        window, missing = self._window(item_id, self.gd.frame_count(item_id))
         frames: Any
         frames, meta = self.gd[item_id, window]
         if missing > 0:

@@ -22,6 +22,16 @@ What differs from v1, where v1 was wrong or broken:
 * ``multiprocessing_context`` ('fork', 'spawn', 'forkserver') chooses how
   workers start; with 'spawn' and 'forkserver' the dataset must pickle (the
   ``gulp.dataset`` datasets do).
+
+Why worker processes and not threads, although gulp's decoding and resizing
+release the GIL: a dataset and its transforms draw from the global
+``random`` and ``numpy.random`` states (v1's random offsets and crops do),
+and a seeded run gives the same batches with any number of workers only
+because each batch seeds them first. Threads share those two states, so two
+batches loading at once would draw from each other's seeds; keeping them
+apart would mean loading one batch at a time. Each worker process has its
+own. (The dataset's own Python code would not run in parallel on threads
+either.)
 """
 
 from __future__ import annotations

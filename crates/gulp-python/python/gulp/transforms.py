@@ -6,12 +6,17 @@ arrays; a video is a list of them (an ``N×H×W×C`` array works too). Random
 choices come from Python's ``random`` module, as in v1, so ``random.seed``
 makes them reproducible.
 
-Only numpy is needed: there is no OpenCV dependency. ``Scale`` resizes with
-Pillow when it is installed (``uint8`` gray or RGB frames) and otherwise with
-numpy, by Pillow's resampling algorithm: the same pixels for nearest
-neighbour, the same or one level apart for the filters. The
-``INTER_*`` and ``BORDER_*`` constants have OpenCV's values, so arguments
-written as ``cv2.INTER_AREA`` or ``cv2.BORDER_REFLECT`` keep their meaning.
+Only numpy is needed: there is no OpenCV or Pillow dependency. ``Scale``
+and ``CenterCrop`` resize in Rust (gulp-loader's ``resample``, the GIL
+released) by Pillow 13's algorithm: a ``uint8`` frame of any number of
+channels gets Pillow's pixels exactly, each channel resampled as an ``L``
+image (Pillow premultiplies the alpha of ``LA`` and ``RGBA`` images first;
+an array of channels has no alpha). Other dtypes are resampled in
+``float64`` with the same weights and converted back (integers rounded and
+clipped, booleans thresholded at 0.5); nearest neighbour takes Pillow's
+positions in any dtype. The ``INTER_*`` and ``BORDER_*`` constants have
+OpenCV's values, so arguments written as ``cv2.INTER_AREA`` or
+``cv2.BORDER_REFLECT`` keep their meaning.
 
 What differs from v1, where v1 was wrong:
 
@@ -29,8 +34,6 @@ What differs from v1, where v1 was wrong:
 
 from __future__ import annotations
 
-import importlib
-import math
 import numbers
 import random
 from collections.abc import Iterable
@@ -39,13 +42,8 @@ from typing import Any, Callable, Literal, Optional, Sequence, SupportsInt, Type
 import numpy as np
 import numpy.typing as npt
 
+from . import _gulp
 from .errors import GulpTypeError, InvalidInputError
-
-try:  # optional: a faster resize for uint8 gray and RGB frames
-    # (imported by name: Pillow's types would depend on whether it is installed)
-    _PILImage: Any = importlib.import_module("PIL.Image")
-except ImportError:  # pragma: no cover - depends on the environment
-    _PILImage = None
 
 __all__ = [
     "Compose",
@@ -95,7 +93,6 @@ BORDER_WRAP = 3
 BORDER_REFLECT_101 = 4
 
 _Array = npt.NDArray[Any]
-_Floats = npt.NDArray[np.float64]
 #: A video: a list of frames, or an ``N×H×W×C`` array.
 _Frames = TypeVar("_Frames", list[npt.NDArray[Any]], npt.NDArray[Any])
 #: An int for a square, or a pair.
@@ -121,50 +118,13 @@ _PAD_MODES: dict[int, _PadMode] = {
 
 
 # Resizing -----------------------------------------------------------------
-#
-# Pillow's separable resampling (Resample.c): each output pixel is a
-# normalized kernel-weighted sum of input pixels, the kernel widened by the
-# shrink factor (antialiasing); a horizontal pass, then a vertical one.
-# For uint8 images the weights are 22-bit fixed point and each pass
-# rounds to uint8, as in Pillow. Nearest-neighbour positions are Pillow's
-# exactly; the filtered pixels are Pillow's, or differ by a rounding (one
-# level) on natural images where a Pillow build runs the passes in the
-# other order, and from Pillow-SIMD's (gulpio2's declared dependency), whose
-# vector code rounds the weights otherwise.
 
-def _box_kernel(x: _Floats) -> _Floats:
-    return ((x > -0.5) & (x <= 0.5)).astype(np.float64)
-
-
-def _triangle_kernel(x: _Floats) -> _Floats:
-    x = np.abs(x)
-    return np.where(x < 1.0, 1.0 - x, 0.0)
-
-
-def _bicubic_kernel(x: _Floats) -> _Floats:
-    a = -0.5
-    x = np.abs(x)
-    near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1
-    far = (((x - 5) * x + 8) * x - 4) * a
-    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
-
-
-def _sinc(x: _Floats) -> _Floats:
-    y = x * math.pi
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(x == 0.0, 1.0, np.sin(y) / y)
-
-
-def _lanczos_kernel(x: _Floats) -> _Floats:
-    return np.where((x >= -3.0) & (x < 3.0), _sinc(x) * _sinc(x / 3), 0.0)
-
-
-# interpolation -> (kernel, support, Pillow's filter name)
-_FILTERS: dict[int, tuple[Callable[[_Floats], _Floats], float, str]] = {
-    INTER_LINEAR: (_triangle_kernel, 1.0, "BILINEAR"),
-    INTER_CUBIC: (_bicubic_kernel, 2.0, "BICUBIC"),
-    INTER_AREA: (_box_kernel, 0.5, "BOX"),
-    INTER_LANCZOS4: (_lanczos_kernel, 3.0, "LANCZOS"),
+# interpolation -> the filter of gulp-loader's resample (Pillow's)
+_FILTERS = {
+    INTER_LINEAR: "bilinear",
+    INTER_CUBIC: "bicubic",
+    INTER_AREA: "box",
+    INTER_LANCZOS4: "lanczos",
 }
 _INTERPOLATION_NAMES = {
     "nearest": INTER_NEAREST,
@@ -176,7 +136,6 @@ _INTERPOLATION_NAMES = {
     "box": INTER_AREA,
     "lanczos": INTER_LANCZOS4,
 }
-_PRECISION_BITS = 22
 
 
 def _interpolation(value: _Interpolation) -> int:
@@ -192,96 +151,6 @@ def _interpolation(value: _Interpolation) -> int:
     )
 
 
-def _coefficients(in_size: int, out_size: int, kernel: Callable[[_Floats], _Floats],
-                  support: float) -> tuple[npt.NDArray[np.int64], _Floats]:
-    """``(first input index, weights[out_size, taps])`` of one axis."""
-    scale = in_size / out_size
-    filterscale = max(scale, 1.0)
-    support = support * filterscale
-    taps = int(math.ceil(support)) * 2 + 1
-    center = (np.arange(out_size) + 0.5) * scale
-    first = np.maximum((center - support + 0.5).astype(np.int64), 0)
-    count = np.minimum((center + support + 0.5).astype(np.int64), in_size) - first
-    tap = np.arange(taps)
-    position = (first[:, None] + tap[None, :]).astype(np.float64)
-    weights = kernel((position - center[:, None] + 0.5) * (1.0 / filterscale))
-    weights = np.where(tap[None, :] < count[:, None], weights, 0.0)
-    total = np.zeros(out_size)
-    for t in range(taps):  # in order, as Pillow sums them
-        total = total + weights[:, t]
-    safe = np.where(total != 0.0, total, 1.0)
-    return first, weights / safe[:, None]
-
-
-def _resample_axis(img: _Array, axis: int, out_size: int, kernel: Callable[[_Floats], _Floats],
-                   support: float) -> _Array:
-    in_size = img.shape[axis]
-    first, weights = _coefficients(in_size, out_size, kernel, support)
-    shape = [1] * img.ndim
-    shape[axis] = out_size
-    out_shape = list(img.shape)
-    out_shape[axis] = out_size
-    fixed = img.dtype == np.uint8
-    acc: _Array
-    if fixed:
-        # int32 as in Pillow: |sum| < 255 * 1.3 * 2**22 < 2**31 for these kernels
-        scaled = weights * (1 << _PRECISION_BITS)
-        weights = np.trunc(np.where(scaled < 0, scaled - 0.5, scaled + 0.5)).astype(np.int32)
-        acc = np.full(out_shape, 1 << (_PRECISION_BITS - 1), np.int32)
-    else:
-        acc = np.zeros(out_shape, np.float64)
-    for t in range(weights.shape[1]):
-        index = np.minimum(first + t, in_size - 1)
-        acc += np.take(img, index, axis=axis) * weights[:, t].reshape(shape)
-    if fixed:
-        acc = np.clip(acc >> _PRECISION_BITS, 0, 255).astype(np.uint8)
-    return acc
-
-
-def _nearest_indices(in_size: int, out_size: int) -> npt.NDArray[np.int64]:
-    # Pillow's nearest resize (ImagingScaleAffine): positions are
-    # accumulated step by step from the first pixel's center.
-    step = in_size / out_size
-    steps = np.full(out_size, step)
-    steps[0] = step * 0.5
-    position = np.add.accumulate(steps)
-    return np.minimum(position.astype(np.int64), in_size - 1)
-
-
-def _resize_numpy(img: _Array, width: int, height: int, interpolation: int) -> _Array:
-    h, w = img.shape[:2]
-    if interpolation == INTER_NEAREST:
-        rows = _nearest_indices(h, height)
-        cols = _nearest_indices(w, width)
-        return img[rows][:, cols]
-    kernel, support, _ = _FILTERS[interpolation]
-    dtype = img.dtype
-    out: _Array = img if dtype == np.uint8 else img.astype(np.float64)
-    if width != w:
-        out = _resample_axis(out, 1, width, kernel, support)
-    if height != h:
-        out = _resample_axis(out, 0, height, kernel, support)
-    if dtype == np.uint8:
-        return out
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        out = np.clip(np.rint(out), info.min, info.max).astype(dtype)
-        return out
-    if dtype == np.bool_:
-        return out >= 0.5
-    return out.astype(dtype, copy=False)
-
-
-def _resize_pillow(img: _Array, width: int, height: int, interpolation: int) -> _Array:
-    single = img.ndim == 3 and img.shape[2] == 1
-    source = np.ascontiguousarray(img[:, :, 0] if single else img)
-    filters = getattr(_PILImage, "Resampling", _PILImage)  # Pillow < 9.1: module constants
-    name = "NEAREST" if interpolation == INTER_NEAREST else _FILTERS[interpolation][2]
-    resample = getattr(filters, name)
-    out = np.array(_PILImage.fromarray(source).resize((width, height), resample=resample))
-    return out[:, :, None] if single else out
-
-
 def _resize(img: _Array, width: int, height: int, interpolation: int = INTER_LINEAR) -> _Array:
     """``img`` resized to ``width × height`` (same dtype and channels)."""
     img = np.asarray(img)
@@ -293,10 +162,22 @@ def _resize(img: _Array, width: int, height: int, interpolation: int = INTER_LIN
     if img.shape[:2] == (height, width):
         same: _Array = img.copy()
         return same
-    if (_PILImage is not None and img.dtype == np.uint8
-            and (img.ndim == 2 or img.shape[2] in (1, 3))):
-        return _resize_pillow(img, width, height, interpolation)
-    return _resize_numpy(img, width, height, interpolation)
+    if interpolation == INTER_NEAREST:
+        # Pillow's positions; picking pixels keeps any dtype exactly.
+        rows = _gulp.nearest_indices(img.shape[0], height)
+        cols = _gulp.nearest_indices(img.shape[1], width)
+        picked: _Array = img[rows][:, cols]
+        return picked
+    name = _FILTERS[interpolation]
+    if img.dtype == np.uint8:
+        return _gulp.resample(img, height, width, name)
+    out = _gulp.resample(img.astype(np.float64), height, width, name)
+    if np.issubdtype(img.dtype, np.integer):
+        info = np.iinfo(img.dtype)
+        return np.clip(np.rint(out), info.min, info.max).astype(img.dtype)
+    if img.dtype == np.bool_:
+        return out >= 0.5
+    return out.astype(img.dtype, copy=False)
 
 
 # Helpers --------------------------------------------------------------------
