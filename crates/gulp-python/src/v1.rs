@@ -116,6 +116,11 @@ pub(crate) fn window<'py>(
     let index = |v: usize| {
         isize::try_from(v).map_err(|_| Class::Invalid.err(format!("frame {v} is out of range")))
     };
-    let slice = PySlice::new(py, index(w.start)?, index(w.stop)?, index(w.step)?);
+    // Not `PySlice::new`, which leaks its integer arguments in pyo3 0.30.1
+    // (see `directory::slice`).
+    let slice = py
+        .get_type::<PySlice>()
+        .call1((index(w.start)?, index(w.stop)?, index(w.step)?))?
+        .cast_into::<PySlice>()?;
     Ok((slice, w.pad))
 }
