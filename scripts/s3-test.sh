@@ -85,6 +85,11 @@ for x, y in zip(loader, local):
 print("s3-test.sh: Python GulpDirectory and ClipLoader over S3 equal the local copy")
 PY
 
+# The node cache, one request per read, GulpChunk on a bucket, and faults
+# (reset connections, slow responses, a stopped server), through a
+# counting proxy.
+"$root/.venv/bin/python" scripts/s3_cache_test.py "$local_dir" "$url" "$GULP" "$PUT"
+
 # convert rewrites the meta objects; converting back gives the original bytes.
 "$PUT" "$local_dir" "s3://$GULP_S3_BUCKET/datasets/convert"
 "$GULP" convert "s3://$GULP_S3_BUCKET/datasets/convert" --to msgpack >/dev/null
@@ -122,6 +127,41 @@ diff -r "$state/local2" "$state/sharded" >/dev/null || fail "3 shard tasks into 
 "$GULP" preview "$state/local2" --id v2 --out "$state/local.png" >/dev/null
 cmp -s "$state/remote.png" "$state/local.png" || fail "preview differs"
 log "3 --shard tasks into $sharded: identical to one run; preview identical to the local copy's"
+
+# gulp status on a sharded run in a bucket: task 1 of 3 never ran.
+pending="s3://$GULP_S3_BUCKET/datasets/pending"
+for i in 0 2; do
+    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$pending" --videos-per-chunk 3 \
+        --quiet --shard "$i/3" 2>/dev/null
+done
+set +e
+status_out="$("$GULP" status "$pending")"
+status_code=$?
+set -e
+[ "$status_code" = 1 ] || fail "gulp status of an unfinished run in a bucket exited $status_code"
+grep -q "task 1/3: not started" <<<"$status_out" && grep -q "sbatch --array=1 " <<<"$status_out" ||
+    { printf '%s\n' "$status_out" >&2; fail "gulp status does not name task 1 in the bucket"; }
+"$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$pending" --videos-per-chunk 3 \
+    --quiet --shard 1/3 2>/dev/null
+"$GULP" status "$pending" --shards 3 >/dev/null || fail "gulp status after the last task"
+"$PUT" --get "$pending" "$state/pending"
+diff -r "$state/local2" "$state/pending" >/dev/null || fail "the completed run in the bucket differs from one run"
+log "gulp status $pending: task 1/3 not started, sbatch --array=1 given; after it ran: complete, identical to one run"
+
+# gulp merge within the bucket: two shard prefixes into one, copied on the server.
+for i in 0 1; do
+    "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "s3://$GULP_S3_BUCKET/datasets/m/shard-$i" \
+        --videos-per-chunk 3 --quiet --shard "$i/2" 2>/dev/null
+done
+merged="s3://$GULP_S3_BUCKET/datasets/m/out"
+"$GULP" merge "$merged" "s3://$GULP_S3_BUCKET/datasets/m/shard-0" "s3://$GULP_S3_BUCKET/datasets/m/shard-1" >/dev/null
+"$PUT" --get "$merged" "$state/merged"
+diff -r "$state/local2" "$state/merged" >/dev/null || fail "merge in the bucket differs from one run"
+left="$("$GULP" dump-meta "s3://$GULP_S3_BUCKET/datasets/m/shard-0" --no-frame-info 2>/dev/null || true)"
+[ -z "$left" ] || [ "$left" = "{}" ] || fail "merge left chunks in a shard: $left"
+expect_merge_error="$("$GULP" merge "$merged" "$state/local2" 2>&1 >/dev/null || true)"
+grep -q "within one filesystem or within one bucket" <<<"$expect_merge_error" || fail "merge across a bucket and a disk: $expect_merge_error"
+log "gulp merge of 2 shard prefixes in the bucket: identical to one run, the shards emptied; a bucket and a disk are refused"
 
 # Killed while ingesting into the bucket: no half chunk is visible, and the
 # re-run completes it. Frames are resized so that the run takes a while.

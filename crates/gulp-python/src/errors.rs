@@ -100,6 +100,9 @@ pub(crate) fn io_err(e: gulp_io::Error) -> PyErr {
         ErrorKind::Decode { .. } => Class::Decode,
         ErrorKind::Encode { .. } => Class::Encode,
         ErrorKind::ChunkExists { .. } => Class::ChunkExists,
+        // The store's or the network's failure: an OSError, as a file's is.
+        ErrorKind::Remote { reason, .. } if reason.starts_with("not found") => Class::NotFound,
+        ErrorKind::Remote { .. } => Class::Io,
         _ => Class::Invalid,
     };
     class.err(e.to_string())

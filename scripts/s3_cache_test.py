@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""The node cache, coalesced reads, bucket commands and faults, against the
+real Garage that scripts/s3-test.sh started, through a counting proxy
+(scripts/s3_proxy.py) that tells what reached the server.
+
+    s3_cache_test.py LOCAL_DIR URL GULP S3_PUT
+
+LOCAL_DIR is a gulp directory, URL an s3:// prefix holding the same
+objects; GULP and S3_PUT are the binaries of the release build. AWS_*
+variables point at Garage (they are pointed at the proxy here). Prints one
+line per check; exits non-zero at the first failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def log(message: str) -> None:
+    print(f"s3_cache_test.py: {message}", file=sys.stderr, flush=True)
+
+
+class Proxy:
+    """scripts/s3_proxy.py in front of the server of AWS_ENDPOINT_URL."""
+
+    def __init__(self) -> None:
+        upstream = os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1].rstrip("/")
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "s3_proxy.py"), "--upstream", upstream],
+            stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        port, control = self.process.stdout.readline().split()
+        self.url = f"http://127.0.0.1:{port}"
+        self.control = f"http://127.0.0.1:{control}"
+
+    def call(self, path: str, method: str = "POST") -> Any:
+        req = urllib.request.Request(self.control + path, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.load(r)
+
+    def stats(self) -> dict[str, Any]:
+        return self.call("/stats", "GET")
+
+    def reset(self) -> None:
+        self.call("/reset")
+
+    def mode(self, mode: str) -> None:
+        self.call(f"/mode/{mode}")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def requests(stats: dict[str, Any], kind: str) -> int:
+    return int(stats["requests"].get(kind, 0))
+
+
+def python(code: str, *args: str, env: dict[str, str] | None = None,
+           check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Runs `code` in a fresh interpreter of this venv (a process of its own,
+    as a rank is)."""
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, text=True,
+                          capture_output=True, check=check)
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def entries(cache: Path) -> list[Path]:
+    """The cache's entries (objects kept), not its lock files."""
+    return [p for p in (cache / "objects").rglob("*")
+            if p.is_file() and "~" in p.name and not p.name.endswith(".lock")]
+
+
+def main() -> int:
+    local, url, gulp_bin, s3_put = sys.argv[1:5]
+    import gulp
+
+    proxy = Proxy()
+    os.environ["AWS_ENDPOINT_URL"] = proxy.url
+    os.environ["GULP_S3_RETRIES"] = "2"
+    work = Path(tempfile.mkdtemp(prefix="gulp-s3-cache."))
+    here = gulp.GulpDirectory(local)
+    ids = list(here.merged_meta_dict)
+    data_bytes = sum(os.path.getsize(os.path.join(local, f)) for f in os.listdir(local)
+                     if f.endswith(".gulp"))
+    meta_bytes = sum(os.path.getsize(os.path.join(local, f)) for f in os.listdir(local)
+                     if f.endswith(".gmeta"))
+    checks: list[tuple[str, Callable[[], str]]] = []
+
+    def check(fn: Callable[[], str]) -> Callable[[], str]:
+        checks.append((fn.__name__, fn))
+        return fn
+
+    def same_as_local(there: gulp.GulpDirectory) -> None:
+        for i in ids:
+            a, ma = here[i]
+            b, mb = there[i]
+            assert ma == mb and len(a) == len(b), i
+            assert all(np.array_equal(x, y) for x, y in zip(a, b)), i
+            assert [bytes(m) for m in there.raw(i)] == [bytes(m) for m in here.raw(i)], i
+
+    @check
+    def reads_without_a_cache_make_one_request_per_read() -> str:
+        there = gulp.GulpDirectory(url, cache_dir=False)
+        # A decoder of its own: gd[id] hands it each frame's bytes (raw_bytes).
+        own = gulp.GulpDirectory(url, jpeg_decoder=bytes, cache_dir=False)
+        item = ids[0]
+        n = len(here.merged_meta_dict[item]["frame_info"])
+        there[item]  # the chunk's meta parsed before counting
+        own[item]
+        proxy.reset()
+        there[item, 0:n:2]
+        there.read(item)
+        there.raw(item)
+        own[item, [0, n - 1]]
+        there.shapes(item)
+        got = requests(proxy.stats(), "GET")
+        assert got == 5, f"{got} GET requests for 5 reads"
+        return "gd[id, sel], read, raw, raw bytes for a decoder, shapes: 5 reads, 5 requests"
+
+    cache = work / "cache"
+
+    @check
+    def a_cold_cache_fetches_each_object_once() -> str:
+        proxy.reset()
+        there = gulp.GulpDirectory(url, cache_dir=str(cache))
+        same_as_local(there)
+        s = proxy.stats()
+        down = s["bytes_down"]
+        assert down <= 1.05 * (data_bytes + meta_bytes) + 2048 * sum(s["requests"].values()), \
+            (down, data_bytes, meta_bytes)
+        kept = sum(p.stat().st_size for p in entries(cache))
+        assert kept == data_bytes + meta_bytes, (kept, data_bytes, meta_bytes)
+        return (f"every item read: {down} bytes from the server for {data_bytes + meta_bytes} "
+                f"bytes of objects, {s['requests']}")
+
+    @check
+    def a_second_open_makes_one_listing_and_no_get() -> str:
+        proxy.reset()
+        there = gulp.GulpDirectory(url, cache_dir=str(cache))
+        same_as_local(there)
+        s = proxy.stats()
+        assert s["requests"] == {"LIST": 1}, s["requests"]
+        return f"open + every item read again: {s['requests']}, {s['bytes_down']} bytes"
+
+    @check
+    def a_truncated_entry_is_fetched_again_never_served() -> str:
+        data = sorted(p for p in entries(cache) if p.name.startswith("data_"))[0]
+        size = data.stat().st_size
+        with open(data, "r+b") as f:
+            f.truncate(size // 2)
+        proxy.reset()
+        there = gulp.GulpDirectory(url, cache_dir=str(cache))
+        same_as_local(there)
+        s = proxy.stats()
+        assert requests(s, "GET") >= 1 and s["bytes_down"] >= size, s
+        assert data.stat().st_size == size
+        return f"{data.name} cut to {size // 2} bytes: fetched again ({s['bytes_down']} bytes)"
+
+    @check
+    def a_changed_object_is_a_new_entry() -> str:
+        # Another version of one meta object: msgpack instead of JSON.
+        copy = f"{url}-changed"
+        subprocess.run([s3_put, local, copy], check=True)
+        warm = gulp.GulpDirectory(copy, cache_dir=str(cache))
+        same_as_local(warm)
+        before = {p.name for p in entries(cache) if "changed" in str(p)}
+        subprocess.run([gulp_bin, "convert", copy, "--to", "msgpack"], check=True,
+                       capture_output=True)
+        there = gulp.GulpDirectory(copy, cache_dir=str(cache))
+        same_as_local(there)
+        after = {p.name for p in entries(cache) if "changed" in str(p)}
+        metas = {n for n in after - before if n.startswith("meta_")}
+        assert metas and len(after) == len(before), (before, after)
+        return f"after `gulp convert` in the bucket, {len(metas)} new meta entries replace the old"
+
+    @check
+    def two_processes_share_one_download() -> str:
+        shared = work / "shared"
+        code = ("import sys, gulp\n"
+                "gd = gulp.GulpDirectory(sys.argv[1], cache_dir=sys.argv[2])\n"
+                "for i in gd.merged_meta_dict: gd[i]\n")
+        proxy.reset()
+        procs = [subprocess.Popen([sys.executable, "-c", code, url, str(shared)])
+                 for _ in range(2)]
+        assert all(p.wait() == 0 for p in procs)
+        s = proxy.stats()
+        objects = data_bytes + meta_bytes
+        assert s["bytes_down"] <= 1.05 * objects + 2048 * sum(s["requests"].values()), s
+        return (f"2 processes, 1 cache: {s['bytes_down']} bytes from the server for "
+                f"{objects} bytes of objects ({s['requests']})")
+
+    @check
+    def the_limit_keeps_the_cache_small_and_reads_right() -> str:
+        sizes = sorted(os.path.getsize(os.path.join(local, f)) for f in os.listdir(local)
+                       if f.endswith(".gulp"))
+        limit = sizes[-1] + meta_bytes
+        small = work / "small"
+        # One directory per read, as separate runs: each chunk in turn, the
+        # earlier ones evicted.
+        for i in ids:
+            there = gulp.GulpDirectory(url, cache_dir=str(small), cache_limit=limit)
+            a, _ = here[i]
+            b, _ = there[i]
+            assert all(np.array_equal(x, y) for x, y in zip(a, b)), i
+            del there
+            kept = sum(p.stat().st_size for p in entries(small))
+            assert kept <= limit, (kept, limit)
+        return f"limit {limit} bytes: every item read right, the cache never above it"
+
+    @check
+    def gulp_chunk_works_on_a_bucket() -> str:
+        chunk = gulp.GulpChunk(f"{url}/data_0.gulp", f"{url}/meta_0.gmeta")
+        local_chunk = gulp.GulpChunk(os.path.join(local, "data_0.gulp"),
+                                     os.path.join(local, "meta_0.gmeta"))
+        assert len(chunk) == len(local_chunk) > 0
+        first = next(iter(local_chunk.meta_dict))
+        assert first in chunk and "no-such-id" not in chunk
+        a, ma = chunk.read_frames(first)
+        b, mb = local_chunk.read_frames(first)
+        assert ma == mb and all(np.array_equal(x, y) for x, y in zip(a, b))
+        missing = gulp.GulpChunk(f"{url}/data_99.gulp", f"{url}/meta_99.gmeta")
+        assert len(missing) == 0 and missing.meta_dict == {}
+        return f"GulpChunk({url}/data_0.gulp): {len(chunk)} items, frames and meta as locally"
+
+    def expect_error(fn: Callable[[], Any], *needles: str) -> str:
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the message is what is checked
+            text = str(e)
+            assert all(n in text for n in needles), text
+            assert "panick" not in text.lower(), text
+            return text
+        raise AssertionError("no error")
+
+    @check
+    def a_reset_connection_is_retried_then_named() -> str:
+        fresh = work / "faults"
+        there = gulp.GulpDirectory(url, cache_dir=str(fresh))
+        proxy.mode("reset")
+        try:
+            text = expect_error(lambda: there[ids[0]], url, "bytes ", "attempts")
+        finally:
+            proxy.mode("pass")
+        left = [p for p in fresh.rglob("*") if p.is_file() and p.name.endswith(".part")]
+        assert not left and not any(p.name.startswith("data_") for p in entries(fresh)), left
+        same_as_local(there)
+        return f"connections reset: {text[:160]}...; nothing half-fetched kept; then read right"
+
+    @check
+    def a_slow_response_times_out_and_is_named() -> str:
+        env = dict(os.environ, GULP_S3_TIMEOUT="1")
+        proxy.mode("delay/3")
+        try:
+            r = python("import sys, gulp\n"
+                       "gd = gulp.GulpDirectory(sys.argv[1], cache_dir=False)\n"
+                       "gd[sys.argv[2]]\n", url, ids[0], env=env, check=False)
+        finally:
+            proxy.mode("pass")
+        assert r.returncode != 0 and url in r.stderr and "panick" not in r.stderr, r.stderr
+        return "responses held 3 s, GULP_S3_TIMEOUT=1: " + r.stderr.strip().splitlines()[-1][:160]
+
+    @check
+    def a_stopped_server_is_an_error_then_a_restart_reads_on() -> str:
+        there = gulp.GulpDirectory(url, cache_dir=False)
+        proxy.mode("down")
+        try:
+            text = expect_error(lambda: there[ids[-1]], url)
+        finally:
+            proxy.mode("up")
+        same_as_local(there)
+        return f"server down: {text[:160]}...; up again: read right"
+
+    try:
+        for name, fn in checks:
+            started = time.perf_counter()
+            note = fn()
+            log(f"{name}: {note} ({time.perf_counter() - started:.1f} s)")
+    finally:
+        proxy.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    log("passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
