@@ -132,6 +132,7 @@ impl Loader {
                 index: label_index,
             },
             decode,
+            ..LoaderOptions::default()
         };
         let loader = py
             .detach(|| RustLoader::open(&path, options))
@@ -225,6 +226,10 @@ impl Loader {
             items: size_or("items", None)?,
             batch_size: size_or("batch_size", Some(now.batch_size))?,
             options: get_or("options", Some(now.options))?,
+            sources: get_or("sources", Some(now.sources))?,
+            subset: get_or("subset", Some(now.subset))?,
+            weights: get_or("weights", Some(now.weights))?,
+            targets: get_or("targets", Some(now.targets))?,
         };
         lock(&self.inner).load_state(&state).map_err(loader_err)
     }
@@ -284,6 +289,7 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
         indices,
         views,
         skipped,
+        ..
     } = batch;
     let bad = |e: ndarray::ShapeError| Class::Invalid.err(e.to_string());
     let [b, t, h, w, c] = shape;
