@@ -124,8 +124,9 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
     '20bn-csv-webm' (input_csv, videos_dir), '20bn-csv-jpeg' (input_csv,
     jpeg_dir), 'video-folder' (videos_dir), 'image-folder' (images_dir),
     'image-list' (list_file, root_dir), 'kinetics' (input_csv, videos_dir),
-    'activitynet' (input_json, videos_dir). Ids already in ``output`` are
-    skipped, so running it again after an interruption completes the run.
+    'activitynet' (input_json, videos_dir), 'epic-kitchens' (input_csv,
+    videos_dir). Ids already in ``output`` are skipped, so running it again
+    after an interruption completes the run.
 
     ``shard=(i, n)`` (or ``"i/n"``, or ``"auto"`` for the scheduler's
     environment, with ``shard_count`` on Kubernetes) writes only task ``i``'s
