@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _gulp
 from . import adapters, errors, fileio, utils
-from .clips import Batch, ClipLoader, ImageLoader
+from .clips import Batch, ClipLoader, ImageLoader, Segments, Source
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
 
@@ -49,6 +49,8 @@ __all__ = [
     "ClipLoader",
     "ImageLoader",
     "Batch",
+    "Source",
+    "Segments",
     "CheckReport",
     "check",
     "ingest",
