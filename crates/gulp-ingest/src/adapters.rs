@@ -292,20 +292,8 @@ impl Dataset {
     /// the meta is the row (numbers as numbers) plus `idx`. Rows whose video
     /// is missing are reported as skipped items.
     pub fn kinetics(input_csv: &Path, videos_dir: &Path, output: &Path) -> Result<Dataset> {
-        let mut reader = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
-            .from_path(input_csv)
-            .map_err(|e| Error::input(input_csv, e.to_string()))?;
-        let headers = reader
-            .headers()
-            .map_err(|e| Error::input(input_csv, e.to_string()))?
-            .clone();
-        let col = |name: &str| {
-            headers
-                .iter()
-                .position(|h| h == name)
-                .ok_or_else(|| Error::input(input_csv, format!("no {name:?} column in the header")))
-        };
+        let (mut reader, headers) = csv_with_header(input_csv)?;
+        let col = |name: &str| column(&headers, input_csv, name);
         let (c_label, c_id, c_start, c_end) = (
             col("label")?,
             col("youtube_id")?,
@@ -433,20 +421,8 @@ impl Dataset {
     /// rate (no `--frame-rate`) for them to hold, or use the seconds. Rows
     /// whose video is missing are reported as skipped items.
     pub fn epic_kitchens(input_csv: &Path, videos_dir: &Path) -> Result<Dataset> {
-        let mut reader = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
-            .from_path(input_csv)
-            .map_err(|e| Error::input(input_csv, e.to_string()))?;
-        let headers = reader
-            .headers()
-            .map_err(|e| Error::input(input_csv, e.to_string()))?
-            .clone();
-        let col = |name: &str| {
-            headers
-                .iter()
-                .position(|h| h == name)
-                .ok_or_else(|| Error::input(input_csv, format!("no {name:?} column in the header")))
-        };
+        let (mut reader, headers) = csv_with_header(input_csv)?;
+        let col = |name: &str| column(&headers, input_csv, name);
         let (c_video, c_start, c_stop) =
             (col("video_id")?, col("start_frame")?, col("stop_frame")?);
         let c_participant = headers.iter().position(|h| h == "participant_id");
@@ -541,6 +517,27 @@ impl Dataset {
             frame_rate: None,
         })
     }
+}
+
+/// A CSV file with a header row (fields trimmed), and the header.
+fn csv_with_header(path: &Path) -> Result<(csv::Reader<fs::File>, csv::StringRecord)> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| Error::input(path, e.to_string()))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| Error::input(path, e.to_string()))?
+        .clone();
+    Ok((reader, headers))
+}
+
+/// The index of the column `name` of the CSV `path`'s header.
+fn column(headers: &csv::StringRecord, path: &Path, name: &str) -> Result<usize> {
+    headers
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| Error::input(path, format!("no {name:?} column in the header")))
 }
 
 /// A CSV field as a meta value: an integer, a number, a list (JSON, or a

@@ -866,6 +866,13 @@ fn quick_options() -> LoaderOptions {
     }
 }
 
+/// Why a loader of `sources` with `options` cannot be made.
+fn open_err(sources: &[Source], options: LoaderOptions) -> String {
+    Loader::from_sources(sources, options)
+        .expect_err("the loader is refused")
+        .to_string()
+}
+
 /// (id, source) of every clip of the current epoch, in order.
 fn served_ids(loader: &mut Loader) -> Vec<(String, usize)> {
     collect(loader)
@@ -1018,31 +1025,20 @@ fn ids_and_where_keep_exactly_the_chosen_items() {
         ..Source::new(&fx.dir).filter(|id, _| Ok(id.ends_with('2')))
     });
     assert_eq!(served, ["item-2"]);
-    let err = Loader::from_sources(
-        &[Source {
-            ids: Some(vec!["item-2".into(), "item-99".into()]),
-            ..Source::new(&fx.dir)
-        }],
-        quick_options(),
-    )
-    .expect_err("an unknown id");
-    let msg = err.to_string();
+    let unknown = Source {
+        ids: Some(vec!["item-2".into(), "item-99".into()]),
+        ..Source::new(&fx.dir)
+    };
+    let msg = open_err(&[unknown], quick_options());
     assert!(
         msg.contains("\"item-99\"") && msg.contains(&fx.dir.display().to_string()),
         "{msg}"
     );
-    let err = Loader::from_sources(
-        &[Source::new(&fx.dir).filter(|id, _| {
-            if id == "item-5" {
-                Err("no".into())
-            } else {
-                Ok(true)
-            }
-        })],
-        quick_options(),
-    )
-    .expect_err("the filter fails");
-    let msg = err.to_string();
+    let failing = Source::new(&fx.dir).filter(|id, _| match id {
+        "item-5" => Err("no".into()),
+        _ => Ok(true),
+    });
+    let msg = open_err(&[failing], quick_options());
     assert!(msg.contains("\"item-5\"") && msg.contains("where"), "{msg}");
 }
 
@@ -1085,16 +1081,13 @@ fn balanced_sampling_counts_each_class_equally() {
         }
     }
     // A target of several keys has no one class to balance.
-    let err = Loader::open(
-        &fx.dir,
-        LoaderOptions {
-            sampler: Sampler::Balanced,
-            target: Target::Keys(vec!["group".into(), "verb_class".into()]),
-            ..quick_options()
-        },
-    )
-    .expect_err("several keys");
-    assert!(err.to_string().contains("one class per sample"), "{err}");
+    let several = LoaderOptions {
+        sampler: Sampler::Balanced,
+        target: Target::Keys(vec!["group".into(), "verb_class".into()]),
+        ..quick_options()
+    };
+    let err = open_err(&[Source::new(&fx.dir)], several);
+    assert!(err.contains("one class per sample"), "{err}");
 }
 
 #[test]
@@ -1131,17 +1124,17 @@ fn weighted_sampling_follows_each_items_weight() {
         })),
         ..Source::new(&fx.dir)
     };
-    let err = Loader::from_sources(&[bad], options.clone()).expect_err("a negative weight");
-    assert!(err.to_string().contains("\"item-3\"") && err.to_string().contains("weights"));
-    let err = Loader::from_sources(
-        &[source],
-        LoaderOptions {
-            sampler: Sampler::Balanced,
-            ..options
-        },
-    )
-    .expect_err("balanced and weights");
-    assert!(err.to_string().contains("exclude"), "{err}");
+    let err = open_err(&[bad], options.clone());
+    assert!(
+        err.contains("\"item-3\"") && err.contains("weights"),
+        "{err}"
+    );
+    let balanced = LoaderOptions {
+        sampler: Sampler::Balanced,
+        ..options
+    };
+    let err = open_err(&[source], balanced);
+    assert!(err.contains("exclude"), "{err}");
 }
 
 /// The expected target of item `id` as the meta gives it.
@@ -1247,42 +1240,27 @@ fn every_target_form_matches_the_meta() {
     }
     // By default, a missing value is an error naming the directory, the
     // item and the key.
-    let err = Loader::open(
-        &fx.dir,
-        LoaderOptions {
-            target: Target::Float("score".into()),
+    let target_err = |target| {
+        let options = LoaderOptions {
+            target,
             ..quick_options()
-        },
-    )
-    .expect_err("item-4 has no score");
-    let msg = err.to_string();
+        };
+        open_err(&[Source::new(&fx.dir)], options)
+    };
+    let msg = target_err(Target::Float("score".into()));
     assert!(
         msg.contains("\"item-4\"")
             && msg.contains("score")
             && msg.contains(&fx.dir.display().to_string()),
         "{msg}"
     );
-    let err = Loader::open(
-        &fx.dir,
-        LoaderOptions {
-            target: Target::Key("tags".into()),
-            ..quick_options()
-        },
-    )
-    .expect_err("a list is not a class");
-    assert!(err.to_string().contains("not a class"), "{err}");
-    let err = Loader::open(
-        &fx.dir,
-        LoaderOptions {
-            target: Target::MultiHot {
-                key: "tags".into(),
-                classes: 3,
-            },
-            ..quick_options()
-        },
-    )
-    .expect_err("class 3 of 3");
-    assert!(err.to_string().contains("0..3"), "{err}");
+    let msg = target_err(Target::Key("tags".into()));
+    assert!(msg.contains("not a class"), "{msg}");
+    let msg = target_err(Target::MultiHot {
+        key: "tags".into(),
+        classes: 3,
+    });
+    assert!(msg.contains("0..3"), "{msg}");
 }
 
 #[test]
@@ -1394,11 +1372,8 @@ fn segment_clips_fall_inside_their_segments() {
         segments: Some(Segments::new("chapters")),
         ..quick_options()
     };
-    let err = Loader::open(&fx.dir, options.clone()).expect_err("no chapters");
-    assert!(
-        err.to_string().contains("chapters") && err.to_string().contains("item-0"),
-        "{err}"
-    );
+    let err = open_err(&[Source::new(&fx.dir)], options.clone());
+    assert!(err.contains("chapters") && err.contains("item-0"), "{err}");
     let skip = LoaderOptions {
         on_missing: OnMissing::Skip,
         ..options

@@ -44,6 +44,22 @@ pub(crate) struct Loader {
     inner: Mutex<RustLoader>,
 }
 
+/// The value named `name` among `choices`, else an `InvalidInputError`
+/// listing them.
+fn choice<T: Copy>(what: &str, name: &str, choices: &[(&str, T)]) -> PyResult<T> {
+    choices
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("'{n}'")).collect();
+            Class::Invalid.err(format!(
+                "{what} must be one of {}, not {name:?}",
+                names.join(", ")
+            ))
+        })
+}
+
 /// A `gulp.Source` as the native side reads it (its attributes).
 #[derive(FromPyObject)]
 struct PySource {
@@ -250,21 +266,24 @@ impl Loader {
                 ));
             }
         };
-        let on_error = match on_error {
-            "raise" => OnError::Raise,
-            "skip" => OnError::Skip,
-            other => return Err(bad("on_error", other, "'raise', 'skip'")),
-        };
-        let sampler = match sampler {
-            "uniform" => Sampler::Uniform,
-            "balanced" => Sampler::Balanced,
-            other => return Err(bad("sampler", other, "'uniform', 'balanced'")),
-        };
-        let on_missing = match on_missing {
-            "raise" => OnMissing::Raise,
-            "skip" => OnMissing::Skip,
-            other => return Err(bad("on_missing", other, "'raise', 'skip'")),
-        };
+        let on_error = choice(
+            "on_error",
+            on_error,
+            &[("raise", OnError::Raise), ("skip", OnError::Skip)],
+        )?;
+        let sampler = choice(
+            "sampler",
+            sampler,
+            &[
+                ("uniform", Sampler::Uniform),
+                ("balanced", Sampler::Balanced),
+            ],
+        )?;
+        let on_missing = choice(
+            "on_missing",
+            on_missing,
+            &[("raise", OnMissing::Raise), ("skip", OnMissing::Skip)],
+        )?;
         let one_key = |keys: &[String]| -> PyResult<String> {
             match keys {
                 [key] => Ok(key.clone()),
@@ -304,11 +323,11 @@ impl Loader {
                             end: s.end,
                         },
                     },
-                    unit: match s.unit.as_str() {
-                        "frames" => Unit::Frames,
-                        "seconds" => Unit::Seconds,
-                        other => return Err(bad("segment unit", other, "'frames', 'seconds'")),
-                    },
+                    unit: choice(
+                        "segment unit",
+                        &s.unit,
+                        &[("frames", Unit::Frames), ("seconds", Unit::Seconds)],
+                    )?,
                     fps: s.fps,
                 })
             })
