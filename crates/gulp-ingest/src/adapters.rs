@@ -617,12 +617,7 @@ fn timestamp_seconds(text: &str) -> Option<f64> {
 /// files (frame folders), by name.
 fn index_folders(dir: &Path, ids: &HashMap<String, usize>) -> Result<HashMap<String, PathBuf>> {
     let mut map = HashMap::new();
-    for entry in walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .sort_by_file_name()
-    {
-        let entry =
-            entry.map_err(|e| Error::input(e.path().unwrap_or(dir).to_owned(), e.to_string()))?;
+    walk(dir, |entry| {
         if let Some(name) = entry.file_name().to_str()
             && entry.file_type().is_dir()
             && ids.contains_key(name)
@@ -631,7 +626,7 @@ fn index_folders(dir: &Path, ids: &HashMap<String, usize>) -> Result<HashMap<Str
         {
             map.insert(name.to_owned(), entry.path().to_owned());
         }
-    }
+    })?;
     Ok(map)
 }
 
@@ -755,16 +750,8 @@ fn class_folder(
 
 /// File stem → path of every video under `dir`.
 fn index_videos(dir: &Path) -> Result<HashMap<String, PathBuf>> {
-    if !dir.is_dir() {
-        return Err(Error::input(dir, "not a directory"));
-    }
     let mut map = HashMap::new();
-    for entry in walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .sort_by_file_name()
-    {
-        let entry =
-            entry.map_err(|e| Error::input(e.path().unwrap_or(dir).to_owned(), e.to_string()))?;
+    walk(dir, |entry| {
         let path = entry.path();
         if entry.file_type().is_file()
             && is_video_path(path)
@@ -773,8 +760,25 @@ fn index_videos(dir: &Path) -> Result<HashMap<String, PathBuf>> {
             map.entry(stem.to_owned())
                 .or_insert_with(|| path.to_owned());
         }
-    }
+    })?;
     Ok(map)
+}
+
+/// Calls `each` on every entry under the directory `dir` (links followed),
+/// in name order.
+fn walk(dir: &Path, mut each: impl FnMut(&walkdir::DirEntry)) -> Result<()> {
+    if !dir.is_dir() {
+        return Err(Error::input(dir, "not a directory"));
+    }
+    for entry in walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
+        let entry =
+            entry.map_err(|e| Error::input(e.path().unwrap_or(dir).to_owned(), e.to_string()))?;
+        each(&entry);
+    }
+    Ok(())
 }
 
 fn single_video(dir: &Path) -> std::result::Result<PathBuf, ItemError> {

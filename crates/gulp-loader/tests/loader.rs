@@ -522,10 +522,9 @@ fn serve(batches: &[gulp_loader::Batch], served: &mut Served) {
     }
 }
 
-#[test]
-fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
-    let fx = fixture();
-    let options = |rank: usize, world_size: usize, drop_last: bool| LoaderOptions {
+/// Training options of one clip per batch, on `rank` of `world_size`.
+fn one_per_batch(rank: usize, world_size: usize, drop_last: bool) -> LoaderOptions {
+    LoaderOptions {
         batch_size: 1,
         order: Order {
             rank,
@@ -534,12 +533,17 @@ fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
             ..train_options(1).order
         },
         ..train_options(1)
-    };
+    }
+}
+
+#[test]
+fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
+    let fx = fixture();
     for setup in setups(&fx) {
         for drop_last in [false, true] {
             // The reference: the whole epoch on one rank, position by position.
             let mut reference = Served::new();
-            let mut one = setup.open(options(0, 1, drop_last));
+            let mut one = setup.open(one_per_batch(0, 1, drop_last));
             serve(&collect(&mut one), &mut reference);
             let n = one.epoch_samples();
             assert_eq!(reference.len(), n, "{}", setup.name);
@@ -548,7 +552,7 @@ fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
                 let mut served = Served::new();
                 let mut states = Vec::new();
                 for rank in 0..4 {
-                    let mut loader = setup.open(options(rank, 4, drop_last));
+                    let mut loader = setup.open(one_per_batch(rank, 4, drop_last));
                     let first: Vec<_> = loader
                         .iter()
                         .take(1)
@@ -561,7 +565,7 @@ fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
                 // The job restarts on another number of ranks, each from the
                 // state of some old rank (here rank 0's, and rank 3's).
                 for rank in 0..resume_on {
-                    let mut loader = setup.open(options(rank, resume_on, drop_last));
+                    let mut loader = setup.open(one_per_batch(rank, resume_on, drop_last));
                     loader
                         .load_state(&states[(rank * 3) % 4])
                         .expect("elastic resume");
@@ -640,17 +644,7 @@ fn ranks_cover_the_epoch_like_distributed_sampler() {
             let mut lens = Vec::new();
             let mut n = 0;
             for rank in 0..3 {
-                let options = LoaderOptions {
-                    batch_size: 1,
-                    order: Order {
-                        rank,
-                        world_size: 3,
-                        drop_last,
-                        ..train_options(1).order
-                    },
-                    ..train_options(1)
-                };
-                let mut loader = setup.open(options);
+                let mut loader = setup.open(one_per_batch(rank, 3, drop_last));
                 n = loader.epoch_samples();
                 let batches = collect(&mut loader);
                 lens.push(batches.len());
@@ -673,16 +667,7 @@ fn ranks_cover_the_epoch_like_distributed_sampler() {
     for (drop_last, unique) in [(false, 10), (true, 9)] {
         let mut ids: Vec<String> = (0..3)
             .flat_map(|rank| {
-                let options = LoaderOptions {
-                    batch_size: 1,
-                    order: Order {
-                        rank,
-                        world_size: 3,
-                        drop_last,
-                        ..train_options(1).order
-                    },
-                    ..train_options(1)
-                };
+                let options = one_per_batch(rank, 3, drop_last);
                 collect(&mut Loader::open(&fx.dir, options).expect("open"))
                     .into_iter()
                     .flat_map(|b| b.ids)
