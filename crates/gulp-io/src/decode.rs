@@ -960,25 +960,6 @@ mod turbo {
         Err(fail(MISSING))
     }
 
-    /// See [`JpegFrame::region_start`]: the same rule as `decode_read`'s.
-    pub(super) fn region_start(opened: &Opened, options: &DecodeOptions, x: usize) -> usize {
-        let raw = &opened.raw;
-        if raw.lossless || is_cmyk(raw) {
-            return x;
-        }
-        let exact = options.upsampling == Upsampling::Fast
-            || raw.subsamp == tj::SAMP_444
-            || raw.subsamp == tj::SAMP_GRAY;
-        let eighths = options.scale.eighths(raw.width, raw.height);
-        match tj::mcu_width(raw.subsamp).filter(|_| exact) {
-            Some(w) => {
-                let m = (w * usize::from(eighths)).div_ceil(8);
-                x - x % m
-            }
-            None => x,
-        }
-    }
-
     pub(super) fn decode_opened(
         opened: &mut Opened,
         _: &[u8],
