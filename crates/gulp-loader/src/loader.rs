@@ -55,7 +55,7 @@ pub struct Batch {
     /// The frames `[start, end)` of each clip's sample: a segment, or the
     /// whole item.
     pub segments: Vec<[usize; 2]>,
-    /// Position of each clip's item in the epoch's global order (before
+    /// Position of each clip's sample in the epoch's global order (before
     /// the split between ranks): what makes its random draws, and what
     /// tells, over all ranks, that each position was served once.
     pub positions: Vec<usize>,
