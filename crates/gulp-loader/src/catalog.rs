@@ -134,6 +134,9 @@ impl Catalog {
             missing: 0,
             subset: Fnv::default(),
         };
+        if options.segments.is_none() {
+            builder.targets.reserve(builder.items.capacity());
+        }
         let mut sizes = Vec::with_capacity(sources.len());
         let mut firsts = Vec::with_capacity(sources.len());
         for (k, (source, dir)) in sources.iter().zip(&dirs).enumerate() {

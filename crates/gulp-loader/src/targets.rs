@@ -252,6 +252,17 @@ impl TargetTable {
         }
     }
 
+    /// Room for `rows` more rows (one per item without segments), so that
+    /// the table is allocated once, not grown by doubling.
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        let width = self.width();
+        match &mut self.column {
+            Column::Int(v) => v.reserve_exact(rows * width),
+            Column::Float(v) => v.reserve_exact(rows * width),
+            Column::Hot { offsets, .. } => offsets.reserve_exact(rows),
+        }
+    }
+
     /// Whether each row is one class (`batch.labels`, balanced sampling).
     pub(crate) fn is_class(&self) -> bool {
         matches!(self.target, Target::Label | Target::Key(_))
