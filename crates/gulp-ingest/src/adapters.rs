@@ -610,7 +610,7 @@ fn timestamp_seconds(text: &str) -> Option<f64> {
         m.parse::<u32>().ok()?,
         s.parse::<f64>().ok()?,
     );
-    (s.is_finite() && s >= 0.0).then(|| f64::from(h * 3600 + m * 60) + s)
+    (s.is_finite() && s >= 0.0).then(|| f64::from(h) * 3600.0 + f64::from(m) * 60.0 + s)
 }
 
 /// The folders named by one of `ids` anywhere under `dir` that hold JPEG
@@ -816,4 +816,45 @@ fn jpeg_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, ItemError> {
     }
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_become_numbers_lists_and_text() {
+        assert_eq!(csv_value("12"), Value::Int(12));
+        assert_eq!(csv_value("0.5"), Value::Float(0.5));
+        assert_eq!(csv_value("open tap"), Value::from("open tap"));
+        assert_eq!(csv_value(""), Value::from(""));
+        assert_eq!(
+            csv_value("[3, 7]"),
+            Value::Array(vec![Value::Int(3), Value::Int(7)])
+        );
+        assert_eq!(
+            csv_value(r#"['tap', "kid's cup", 'a\'b']"#),
+            Value::Array(vec![
+                Value::from("tap"),
+                Value::from("kid's cup"),
+                Value::from("a'b")
+            ])
+        );
+        assert_eq!(csv_value("[]"), Value::Array(Vec::new()));
+        // Not a list after all: kept as text.
+        assert_eq!(csv_value("['open"), Value::from("['open"));
+        assert_eq!(csv_value("[a b]"), Value::from("[a b]"));
+    }
+
+    #[test]
+    fn timestamps_are_seconds() {
+        assert_eq!(timestamp_seconds("00:01:02.5"), Some(62.5));
+        assert_eq!(
+            timestamp_seconds("99999999:00:00"),
+            Some(99_999_999.0 * 3600.0)
+        );
+        assert_eq!(timestamp_seconds("01:02"), None);
+        assert_eq!(timestamp_seconds("a:b:c"), None);
+        assert_eq!(timestamp_seconds("00:00:-1"), None);
+    }
 }
