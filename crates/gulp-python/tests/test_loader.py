@@ -682,7 +682,8 @@ def test_bad_data_options_are_value_errors(clip_dir):
     for kw in [dict(sampler="stratified"), dict(on_missing="ignore"), dict(target_type="float"),
                dict(target="tags", target_type="multi_hot"), dict(target="x", num_classes=0),
                dict(target=("a", "b"), num_classes=3), dict(segments=gulp.Segments(fps=0.0)),
-               dict(samples_per_epoch=0), dict(weights=[1.0])]:
+               dict(samples_per_epoch=0), dict(weights=[1.0]), dict(target=()),
+               dict(target=lambda m: 1, num_classes=3)]:
         with pytest.raises(ValueError):
             eval_loader(path, **kw)
     with pytest.raises(ValueError, match="one of weight, repeat and choose"):

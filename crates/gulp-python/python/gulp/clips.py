@@ -189,6 +189,9 @@ def _target(target: Any, target_type: Optional[str], num_classes: Optional[int]
             raise InvalidInputError("target_type and num_classes need a target")
         return "label", [], 0, None
     if callable(target):
+        if target_type is not None or num_classes is not None:
+            raise InvalidInputError("a target function sets its own dtype and shape: "
+                                    "no target_type or num_classes with it")
         return "computed", [], 0, target
     if target_type is None:
         target_type = "class" if num_classes is None else "multi_hot"
@@ -203,9 +206,12 @@ def _target(target: Any, target_type: Optional[str], num_classes: Optional[int]
     if isinstance(target, str):
         return one, [target], num_classes or 0, None
     keys = [str(k) for k in target]
-    if several is None or not keys:
+    if not keys:
+        raise InvalidInputError("target= needs at least one key")
+    if several is None:
         raise InvalidInputError(f"a {target_type} target takes one key, not {target!r}")
     return several, keys, 0, None
+
 
 _CROPS = ("random", "center", "centre", "random_resized", "three", "none")
 
