@@ -8,7 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gulp_format::Value;
+use gulp_format::{JsonSerializer, Value};
 use gulp_io::LabelIndex;
 
 use crate::fingerprint::Fnv;
@@ -186,9 +186,10 @@ impl LabelSpace {
     }
 }
 
-/// A value as a message shows it (long lists and objects cut short).
+/// A value as a message shows it: its JSON, long lists and objects cut
+/// short.
 fn short(value: &Value) -> String {
-    let text = format!("{value:?}");
+    let text = JsonSerializer::value_to_string(value);
     if text.chars().count() > 60 {
         format!("{}...", text.chars().take(60).collect::<String>())
     } else {
