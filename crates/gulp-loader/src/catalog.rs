@@ -196,7 +196,7 @@ impl Catalog {
             subset: subset.finish(),
             weights: weights.map_or(0, |w| {
                 let mut h = Fnv::default();
-                w.iter().for_each(|x| h.write(&x.to_le_bytes()));
+                w.iter().for_each(|x| h.write_u64(x.to_bits()));
                 h.finish()
             }),
             targets: catalog.targets.fingerprint(),

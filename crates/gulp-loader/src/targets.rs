@@ -477,13 +477,14 @@ impl TargetTable {
         let mut h = Fnv::default();
         h.write_str(&format!("{:?} {:?}", self.target, self.shape));
         match &self.column {
-            Column::Int(v) => v.iter().for_each(|x| h.write(&x.to_le_bytes())),
-            Column::Float(v) => v.iter().for_each(|x| h.write(&x.to_le_bytes())),
+            #[allow(clippy::cast_sign_loss)] // the bits, not the value
+            Column::Int(v) => v.iter().for_each(|&x| h.write_u64(x as u64)),
+            Column::Float(v) => v.iter().for_each(|x| h.write_u64(u64::from(x.to_bits()))),
             Column::Hot {
                 offsets, members, ..
             } => {
-                offsets.iter().for_each(|x| h.write(&x.to_le_bytes()));
-                members.iter().for_each(|x| h.write(&x.to_le_bytes()));
+                offsets.iter().for_each(|&x| h.write_u64(u64::from(x)));
+                members.iter().for_each(|&x| h.write_u64(u64::from(x)));
             }
         }
         h.finish()
