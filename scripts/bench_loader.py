@@ -4,6 +4,7 @@ DataLoader-style worker processes, and the codec's limit, on the same items
 in one run.
 
     .venv/bin/python scripts/bench_loader.py [--quick] [--json FILE]
+    .venv/bin/python scripts/bench_loader.py --sources [--real DIR] [--rounds 2]
 
 Every pipeline makes the same batches: 8 clips of 8 frames, TSN "segments"
 sampling in training mode (one random frame in each of 8 equal segments of
@@ -58,6 +59,16 @@ target/compare/real-8fps: scripts/compare.sh makes it with gulpio2's
 gulp2_20bn_json_videos at --frame_rate 8, no resize, from the corpus of
 scripts/bench-corpus.sh (--videos/<id>/<id>.mp4).
 
+--sources runs gulp alone in three configurations of the data, alternated for
+--rounds rounds (default 2), and prints each run and its ratio to the first:
+`single` (--real as it is), `mixture` (two directories made of --real's
+chunks by hard links, even and odd chunks, each its own gulp.Source with a
+weight of its size and samples_per_epoch the items: an epoch of the same
+size) and `where` (--real with where= keeping the 9 items in 10 whose meta
+does not hash to 0 mod 10, evaluated once when the loader is made). The
+timed epochs are the same as (d)'s; what differs is the composition of the
+epoch and the per-batch work of several sources.
+
 --mixed DIR runs gulpio2, the codec loops and gulp (not decord) on each
 frame-size class of the mixed-shapes set, DIR/<class>-x for class in all,
 small, medium, large (scripts/mixed_dirs.py; the clips repeated to 160
@@ -90,6 +101,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -319,10 +331,11 @@ def worker(name, plan):
         import gulp
         if not hasattr(gulp, "ClipLoader"):
             return {"skipped": f"gulp {gulp.__version__} has no ClipLoader yet"}
+        sources, data = gulp_data(gulp, plan)
         loader = gulp.ClipLoader(
-            plan["real"], frames=plan["frames"], sampling="segments", resize=plan["resize"],
+            sources, frames=plan["frames"], sampling="segments", resize=plan["resize"],
             size=plan["size"], crop="random", flip=True, batch_size=plan["batch_size"],
-            shuffle=True, seed=plan["seed"], drop_last=True, threads=plan["workers"])
+            shuffle=True, seed=plan["seed"], drop_last=True, threads=plan["workers"], **data)
 
         def warm_up():  # the first batch of an iteration then dropped
             it = iter(loader)
@@ -339,6 +352,87 @@ def worker(name, plan):
         res["version"] = gulp.__version__
         return res
     raise ValueError(name)
+
+
+def keep_nine_in_ten(meta):
+    """The where= predicate of --sources: a 90 % subset fixed by the meta."""
+    return zlib.crc32(json.dumps(meta, sort_keys=True).encode()) % 10 != 0
+
+
+def gulp_data(gulp, plan):
+    """The sources and data options of the gulp loader for plan["data"]
+    (--sources), else --real as it is."""
+    data = plan.get("data", {"kind": "single"})
+    if data["kind"] == "mixture":
+        halves = data["halves"]
+        return ([gulp.Source(d, weight=n) for d, n in halves],
+                {"samples_per_epoch": sum(n for _, n in halves)})
+    if data["kind"] == "where":
+        return plan["real"], {"where": keep_nine_in_ten}
+    return plan["real"], {}
+
+
+def split_in_two(real, out):
+    """Two directories of `real`'s even and odd chunks (hard links, chunks
+    renumbered from 0, label2idx.json copied); [(dir, items)]."""
+    names = sorted(int(n[len("data_"):-len(".gulp")]) for n in os.listdir(real)
+                   if n.startswith("data_") and n.endswith(".gulp"))
+    if len(names) < 2:
+        sys.exit(f"bench_loader.py: --sources needs a directory of 2 chunks or more, {real} has {len(names)}")
+    halves = []
+    for half in (0, 1):
+        d = os.path.join(out, f"half-{half}")
+        os.makedirs(d)
+        items = 0
+        for k, n in enumerate(names[half::2]):
+            os.link(os.path.join(real, f"data_{n}.gulp"), os.path.join(d, f"data_{k}.gulp"))
+            os.link(os.path.join(real, f"meta_{n}.gmeta"), os.path.join(d, f"meta_{k}.gmeta"))
+            with open(os.path.join(real, f"meta_{n}.gmeta")) as f:
+                items += len(json.load(f))
+        labels = os.path.join(real, "label2idx.json")
+        if os.path.exists(labels):
+            shutil.copy(labels, d)
+        halves.append((d, items))
+    return halves
+
+
+def measure_sources(a, real):
+    """--sources: gulp on --real as it is, as a two-directory mixture and
+    with a where= subset, alternated for --rounds rounds."""
+    items, plan = read_plan(a, real)
+    kinds = ("single", "mixture", "where")
+    log(f"{real}: {len(items)} items; gulp as {', '.join(kinds)}, {a.rounds} rounds, "
+        + (f"{a.epochs} epochs" if a.epochs else f"at least {plan['seconds']:g} s") + " per run; "
+        f"load {os.getloadavg()}")
+    subprocess.run(f"cat '{real}'/* > /dev/null", shell=True, check=True)  # warm the page cache
+    runs = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory(prefix="bench_loader-") as tmp:
+        halves = split_in_two(real, tmp)
+        timeout = max(300.0, 60 * plan["seconds"]) if not a.epochs else None
+        for r in range(a.rounds):
+            for kind in kinds:
+                plan["data"] = {"kind": kind, "halves": halves}
+                plan_path = os.path.join(tmp, f"plan-{kind}.json")
+                with open(plan_path, "w") as f:
+                    json.dump(plan, f)
+                res = run_worker("gulp", plan_path, timeout)
+                if "skipped" in res:
+                    sys.exit(f"bench_loader.py: {kind}: {res['skipped']}")
+                runs[kind].append(res)
+                log(f"round {r + 1}, {kind}: {res['clips_per_s']:,.1f} clips/s "
+                    f"({res['clips']} clips, {res['epochs']} epochs, {res['seconds']:.1f} s)")
+    print(f"\ngulp.ClipLoader on {real} ({len(items)} items), batches of 8 clips x 8 frames, 112x112 "
+          f"crops of the short edge resized to 128, 2 threads; clips/s per run, alternated; load "
+          f"{os.getloadavg()[0]:.2f}\n")
+    print("| data | " + " | ".join(f"round {r + 1}" for r in range(a.rounds)) + " | ÷ single, per round |")
+    print("|---|" + "---|" * (a.rounds + 1))
+    for kind in kinds:
+        rates = [res["clips_per_s"] for res in runs[kind]]
+        ratios = [x / y["clips_per_s"] for x, y in zip(rates, runs["single"])]
+        print(f"| {kind} | " + " | ".join(f"{x:,.1f}" for x in rates) + " | "
+              + ", ".join(f"{q:.3f}" for q in ratios) + " |")
+    if a.json:
+        write_json(a, {"real": os.path.abspath(real), "items": len(items), "sources": runs})
 
 
 # ----------------------------------------------------------------- the main process
@@ -512,6 +606,9 @@ def main():
     p.add_argument("--seed", type=int, default=0, help="shuffling and augmentation seed (default 0)")
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     p.add_argument("--mixed", metavar="DIR", help="per frame-size class: DIR/<class>-x (scripts/mixed_dirs.py)")
+    p.add_argument("--sources", action="store_true",
+                   help="gulp alone on --real as it is, as a two-directory mixture and with a where= subset")
+    p.add_argument("--rounds", type=int, default=2, help="--sources: rounds of the three runs (default 2)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--plan", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -540,6 +637,9 @@ def main():
         return
     if not os.path.isdir(a.real):
         p.error(f"{a.real} is not a directory (scripts/compare.sh makes target/compare/real-8fps)")
+    if a.sources:
+        measure_sources(a, a.real)
+        return
     measure(a, a.real, names)
 
 

@@ -3,11 +3,12 @@
 
 - every ```python block of README.md and docs/*.md runs, against the sample
   directory of scripts/sample.sh: the names the examples leave to the reader
-  are bound (`path` to the sample directory, `epochs` to 1, `dist` to a
-  single-rank stand-in of torch.distributed), `s3://...` directories are
-  replaced by the sample directory and the example ids by one of its ids;
-  a block that imports gulp.torch runs only where torch is installed (it is
-  reported as skipped otherwise);
+  are bound (`path` to the sample directory, `epic` to its EPIC-Kitchens-
+  style twin beside it, `epochs` to 1, `dist` to a single-rank stand-in of
+  torch.distributed), `s3://...` directories are replaced by the sample
+  directory and the example ids by one of its ids; a block that imports
+  gulp.torch runs only where torch is installed, one that imports lightning
+  only where lightning is (it is reported as skipped otherwise);
 - every `gulp ...` command line of their ```sh blocks parses: the
   subcommand exists and `gulp <subcommand> [kind] --help` lists every flag
   the line uses.
@@ -61,15 +62,18 @@ class _Dist:
 
 
 def run_python(where, code, sample, first_id):
-    if "gulp.torch" in code:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            return "skipped (torch is not installed)"
+    for marker, module in (("gulp.torch", "torch"), ("import lightning", "lightning")):
+        if marker in code:
+            try:
+                __import__(module)
+            except ImportError:
+                return f"skipped ({module} is not installed)"
     code = re.sub(r'"s3://[^"]*"', repr(sample), code)
     for example in EXAMPLE_IDS:
         code = code.replace(f'"{example}"', repr(first_id))
-    namespace = {"path": sample, "epochs": 1, "dist": _Dist(), "__name__": "__docs__"}
+    epic = os.path.join(os.path.dirname(sample), "epic")
+    namespace = {"path": sample, "epic": epic, "epochs": 1, "dist": _Dist(),
+                 "__name__": "__docs__"}
     exec(compile("import gulp\n" + code, where, "exec"), namespace)
     return "ran"
 

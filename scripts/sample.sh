@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on a small sample dataset: makes eight short videos with
 # ffmpeg in the 20BN (Something-Something) layout, gulps them with
-# `gulp ingest`, checks and describes the result, extracts a few frames, and
+# `gulp ingest` (and once more as EPIC-Kitchens-style actions, sample/epic,
+# the directory of the docs' segment examples), checks and describes the
+# result, extracts a few frames, and
 # reads the same directory with the real gulpio2 to show it is compatible,
 # and from Python with the gulp package.
 #
@@ -42,6 +44,17 @@ step "8 sample videos made with ffmpeg in $out/videos"
 echo "== gulp ingest 20bn-json (8 fps, short edge 128, 3 videos per chunk)"
 "$gulp" ingest 20bn-json "$out/videos.json" "$out/videos" "$out/gulp" \
     --videos-per-chunk 3 --frame-size 128
+echo "== gulp ingest epic-kitchens (the same videos as EPIC-Kitchens-style actions, two each, every frame)"
+{
+    echo "narration_id,participant_id,video_id,start_frame,stop_frame,verb,verb_class,noun,noun_class,all_noun_classes"
+    for i in "${!patterns[@]}"; do
+        id=$((1000 + i))
+        echo "${id}_0,P01,$id,1,30,open,$((i % 3)),tap,$((10 + i % 4)),\"[$((10 + i % 4)), $((14 + i % 2))]\""
+        echo "${id}_1,P01,$id,31,75,close,$(((i + 1) % 3)),cup,$((20 + i % 2)),\"[$((20 + i % 2))]\""
+    done
+} > "$out/epic.csv"
+"$gulp" ingest epic-kitchens "$out/epic.csv" "$out/videos" "$out/epic" \
+    --videos-per-chunk 4 --frame-size 128 --quiet
 echo "== gulp check --decode"
 "$gulp" check "$out/gulp" --decode
 echo "== gulp info"

@@ -287,7 +287,8 @@ pub enum IngestKind {
     },
     /// ActivityNet: the annotation JSON (`{"database": {...}}`) and videos
     /// `<videos_dir>/<youtube_id>.<ext>` (or `v_<youtube_id>.<ext>`) of the
-    /// chosen subset.
+    /// chosen subset; the annotations' labels are numbered in
+    /// label2idx.json.
     Activitynet {
         /// The annotation JSON.
         input_json: PathBuf,
@@ -298,6 +299,22 @@ pub enum IngestKind {
         /// The subset to take (`training`, `validation`, `testing`).
         #[arg(long, default_value = "training")]
         phase: String,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
+    /// EPIC-Kitchens: the action annotation CSV (`video_id`, `start_frame`,
+    /// `stop_frame`, ...) and videos `<video_id>.<ext>` or JPEG frame
+    /// folders `<video_id>/` anywhere under `<videos_dir>`; one item per
+    /// video, its actions as `segments` in its meta (frames from 0, end
+    /// excluded). Keep the source's rate (no `--frame-rate`) so that the
+    /// frame numbers hold.
+    EpicKitchens {
+        /// The annotation CSV.
+        input_csv: PathBuf,
+        /// The folder of videos or frame folders (searched recursively).
+        videos_dir: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
         #[command(flatten)]
         opts: IngestArgs,
     },

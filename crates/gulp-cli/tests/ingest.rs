@@ -216,6 +216,93 @@ fn video_layouts() {
         .assert()
         .code(0);
     assert_eq!(ids(&out), ["k2"]);
+    // The training subset's annotation labels are numbered.
+    let labels = fs::read_to_string(t.join("g-anet/label2idx.json")).unwrap();
+    assert_eq!(labels, r#"{"x": 0}"#);
+
+    // EPIC-Kitchens: one item per video (a video file, or a folder of JPEG
+    // frames), its rows as segments: frames from 0, the end excluded.
+    video(&t.join("epic/P01/videos/P01_01.MP4"), "32x32", 1.0);
+    let frames = t.join("epic/P02/rgb_frames/P02_03");
+    fs::create_dir_all(&frames).unwrap();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=32x32:rate=10",
+        "-frames:v",
+        "6",
+        frames.join("frame_%010d.jpg").to_str().unwrap(),
+    ]);
+    let csv = r#"narration_id,participant_id,video_id,narration_timestamp,start_timestamp,stop_timestamp,start_frame,stop_frame,narration,verb,verb_class,noun,noun_class,all_nouns,all_noun_classes
+P01_01_0,P01,P01_01,00:00:00.100,00:00:00.067,00:00:00.600,2,9,open tap,open,3,tap,12,['tap'],[12]
+P02_03_0,P02,P02_03,00:00:00.000,00:00:00.000,00:00:00.300,1,3,take cup,take,0,cup,7,"['cup', ""kid's cup""]","[7, 40]"
+P01_01_1,P01,P01_01,00:00:00.500,00:00:00.533,00:00:01.000,9,15,close tap,close,4,tap,12,['tap'],[12]
+"#;
+    fs::write(t.join("epic.csv"), csv).unwrap();
+    let out = t.join("g-epic");
+    gulp()
+        .args([
+            "ingest",
+            "epic-kitchens",
+            s(&t.join("epic.csv")),
+            s(&t.join("epic")),
+            s(&out),
+        ])
+        .assert()
+        .code(0);
+    assert_eq!(ids(&out), ["P01_01", "P02_03"]);
+    let gd = GulpDirectory::open(&out).unwrap();
+    assert_eq!(gd.item("P01_01").unwrap().frame_info.len(), 15); // 1 s at 15 fps
+    assert_eq!(gd.item("P02_03").unwrap().frame_info.len(), 6);
+    let meta = gd.meta_data("P01_01").unwrap();
+    let segments = meta.get("segments").and_then(|v| v.as_array()).unwrap();
+    assert_eq!(segments.len(), 2);
+    let get = |k: usize, key: &str| segments[k].get(key).cloned().unwrap();
+    assert_eq!(
+        [
+            get(0, "start"),
+            get(0, "end"),
+            get(1, "start"),
+            get(1, "end")
+        ]
+        .map(|v| v.as_i64().unwrap()),
+        [1, 9, 8, 15]
+    );
+    assert_eq!(get(0, "verb_class").as_i64(), Some(3));
+    assert_eq!(get(1, "narration").as_str(), Some("close tap"));
+    assert_eq!(get(0, "start_time").as_f64(), Some(0.067));
+    assert_eq!(
+        meta.get("participant_id").and_then(|v| v.as_str()),
+        Some("P01")
+    );
+    let cup = gd
+        .meta_data("P02_03")
+        .unwrap()
+        .get("segments")
+        .unwrap()
+        .as_array()
+        .unwrap()[0]
+        .clone();
+    let nouns: Vec<String> = cup
+        .get("all_nouns")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(nouns, ["cup", "kid's cup"]);
+    let classes: Vec<i64> = cup
+        .get("all_noun_classes")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(classes, [7, 40]);
+    check_clean(&out);
 }
 
 /// Mean absolute difference between a stored frame and the RGB pixels

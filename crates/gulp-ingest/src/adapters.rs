@@ -292,20 +292,8 @@ impl Dataset {
     /// the meta is the row (numbers as numbers) plus `idx`. Rows whose video
     /// is missing are reported as skipped items.
     pub fn kinetics(input_csv: &Path, videos_dir: &Path, output: &Path) -> Result<Dataset> {
-        let mut reader = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
-            .from_path(input_csv)
-            .map_err(|e| Error::input(input_csv, e.to_string()))?;
-        let headers = reader
-            .headers()
-            .map_err(|e| Error::input(input_csv, e.to_string()))?
-            .clone();
-        let col = |name: &str| {
-            headers
-                .iter()
-                .position(|h| h == name)
-                .ok_or_else(|| Error::input(input_csv, format!("no {name:?} column in the header")))
-        };
+        let (mut reader, headers) = csv_with_header(input_csv)?;
+        let col = |name: &str| column(&headers, input_csv, name);
         let (c_label, c_id, c_start, c_end) = (
             col("label")?,
             col("youtube_id")?,
@@ -358,8 +346,16 @@ impl Dataset {
     /// and videos directly in `videos_dir` named `<youtube_id>.<ext>` (or
     /// `v_<youtube_id>.<ext>`); a video is taken when its entry's `subset` is
     /// `phase`. Partial downloads (`*.part`) are ignored. The meta is the
-    /// whole database entry; no labels.
-    pub fn activitynet(input_json: &Path, videos_dir: &Path, phase: &str) -> Result<Dataset> {
+    /// whole database entry: its `annotations` (`[{"segment": [t0, t1],
+    /// "label": ...}]`, in seconds) and `duration` are the segments the
+    /// loader's `Segments::activitynet` reads. The annotations' labels are
+    /// numbered (sorted, after those of `output/label2idx.json`).
+    pub fn activitynet(
+        input_json: &Path,
+        videos_dir: &Path,
+        output: &Path,
+        phase: &str,
+    ) -> Result<Dataset> {
         let json = read_json(input_json)?;
         let Some(Value::Object(db)) = json.get("database") else {
             return Err(Error::input(input_json, "no \"database\" object"));
@@ -371,6 +367,7 @@ impl Dataset {
             .collect();
         files.sort();
         let mut entries = Vec::new();
+        let mut labels = LabelIndex::read(output)?.unwrap_or_default();
         for path in files {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
@@ -389,6 +386,13 @@ impl Dataset {
             if entry.get("subset").and_then(Value::as_str) != Some(phase) {
                 continue;
             }
+            let annotations = entry.get("annotations").and_then(Value::as_array);
+            labels.extend(
+                annotations
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|a| a.get("label").and_then(Value::as_str)),
+            );
             entries.push(Entry {
                 id: id.to_owned(),
                 meta: entry.clone(),
@@ -397,10 +401,233 @@ impl Dataset {
         }
         Ok(Dataset {
             entries,
+            labels: (!labels.is_empty()).then_some(labels),
+            frame_rate: None,
+        })
+    }
+
+    /// EPIC-Kitchens: the action annotation CSV (`EPIC_100_train.csv`, or
+    /// EPIC-55's: a header with at least `video_id`, `start_frame` and
+    /// `stop_frame`), one item per video with the video's rows as its
+    /// segments, in the CSV's order. The video of id X is a video file
+    /// `X.<ext>` anywhere under `videos_dir`, or a folder `X/` of JPEG frames
+    /// (EPIC's `rgb_frames/X/frame_0000000001.jpg ...`). The meta is
+    /// `{"video_id", "participant_id", "segments": [...]}`: each segment is
+    /// its row (numbers as numbers, lists such as `all_noun_classes` as
+    /// lists) plus `start` and `end`, its frames `[start_frame - 1,
+    /// stop_frame)` counted from 0 (EPIC counts from 1 and includes the
+    /// stop frame), and `start_time`/`end_time` in seconds from the
+    /// timestamps. The frame numbers are the source's: ingest at its own
+    /// rate (no `--frame-rate`) for them to hold, or use the seconds. Rows
+    /// whose video is missing are reported as skipped items.
+    pub fn epic_kitchens(input_csv: &Path, videos_dir: &Path) -> Result<Dataset> {
+        let (mut reader, headers) = csv_with_header(input_csv)?;
+        let col = |name: &str| column(&headers, input_csv, name);
+        let (c_video, c_start, c_stop) =
+            (col("video_id")?, col("start_frame")?, col("stop_frame")?);
+        let c_participant = headers.iter().position(|h| h == "participant_id");
+        // Videos in order of first appearance, each with its rows.
+        let mut videos: Vec<(String, Option<String>, Vec<Value>)> = Vec::new();
+        let mut by_id: HashMap<String, usize> = HashMap::new();
+        for (n, record) in reader.records().enumerate() {
+            let line = n + 2;
+            let record = record.map_err(|e| Error::input(input_csv, format!("row {line}: {e}")))?;
+            let field = |c: usize| record.get(c).unwrap_or("");
+            let video = field(c_video);
+            if video.is_empty() {
+                return Err(Error::input(
+                    input_csv,
+                    format!("row {line}: empty video_id"),
+                ));
+            }
+            let frame = |c: usize| {
+                field(c)
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|f| *f >= 1)
+                    .ok_or_else(|| {
+                        Error::input(
+                            input_csv,
+                            format!(
+                                "row {line}: {} {:?} is not a frame number (1 or more)",
+                                &headers[c],
+                                field(c)
+                            ),
+                        )
+                    })
+            };
+            let (start, stop) = (frame(c_start)?, frame(c_stop)?);
+            if stop < start {
+                return Err(Error::input(
+                    input_csv,
+                    format!("row {line}: stop_frame {stop} is before start_frame {start}"),
+                ));
+            }
+            let mut segment = Map::default();
+            for (h, v) in headers.iter().zip(record.iter()) {
+                segment.insert(h.to_owned(), csv_value(v));
+            }
+            segment.insert("start".into(), Value::Int(start - 1));
+            segment.insert("end".into(), Value::Int(stop));
+            for (key, column) in [
+                ("start_time", "start_timestamp"),
+                ("end_time", "stop_timestamp"),
+            ] {
+                if let Some(seconds) = headers
+                    .iter()
+                    .position(|h| h == column)
+                    .and_then(|c| timestamp_seconds(field(c)))
+                {
+                    segment.insert(key.into(), Value::Float(seconds));
+                }
+            }
+            let k = *by_id.entry(video.to_owned()).or_insert_with(|| {
+                let participant = c_participant.map(|c| field(c).to_owned());
+                videos.push((video.to_owned(), participant, Vec::new()));
+                videos.len() - 1
+            });
+            videos[k].2.push(Value::Object(segment));
+        }
+        let files = index_videos(videos_dir)?;
+        let folders = index_folders(videos_dir, &by_id)?;
+        let entries = videos
+            .into_iter()
+            .map(|(id, participant, segments)| {
+                let mut meta = Map::default();
+                meta.insert("video_id".into(), Value::from(id.as_str()));
+                if let Some(p) = participant {
+                    meta.insert("participant_id".into(), Value::from(p));
+                }
+                meta.insert("segments".into(), Value::Array(segments));
+                let source = match (files.get(&id), folders.get(&id)) {
+                    (Some(video), _) => Source::Video(video.clone()),
+                    (None, Some(folder)) => Source::JpegFolder(folder.clone()),
+                    (None, None) => Source::Video(videos_dir.join(format!("{id}.MP4"))),
+                };
+                Entry {
+                    id,
+                    meta: Value::Object(meta),
+                    source,
+                }
+            })
+            .collect();
+        Ok(Dataset {
+            entries,
             labels: None,
             frame_rate: None,
         })
     }
+}
+
+/// A CSV file with a header row (fields trimmed), and the header.
+fn csv_with_header(path: &Path) -> Result<(csv::Reader<fs::File>, csv::StringRecord)> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| Error::input(path, e.to_string()))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| Error::input(path, e.to_string()))?
+        .clone();
+    Ok((reader, headers))
+}
+
+/// The index of the column `name` of the CSV `path`'s header.
+fn column(headers: &csv::StringRecord, path: &Path, name: &str) -> Result<usize> {
+    headers
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| Error::input(path, format!("no {name:?} column in the header")))
+}
+
+/// A CSV field as a meta value: an integer, a number, a list (JSON, or a
+/// Python list literal such as EPIC's `['tap', 'water']`), else the text.
+fn csv_value(text: &str) -> Value {
+    if let Ok(i) = text.parse::<i64>() {
+        return Value::Int(i);
+    }
+    if text.starts_with('[') && text.ends_with(']') {
+        if let Ok(list @ Value::Array(_)) = JsonSerializer::parse_value(text.as_bytes()) {
+            return list;
+        }
+        if let Some(list) = python_list(text) {
+            return Value::Array(list);
+        }
+    }
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && !text.is_empty() => Value::Float(x),
+        _ => Value::from(text),
+    }
+}
+
+/// A Python list literal of strings (single or double quoted, with
+/// backslash escapes) and integers, as `str(list)` prints it.
+fn python_list(text: &str) -> Option<Vec<Value>> {
+    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    let mut out = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let Some(&first) = chars.peek() else {
+            return Some(out);
+        };
+        if first == '\'' || first == '"' {
+            chars.next();
+            let mut s = String::new();
+            loop {
+                match chars.next()? {
+                    '\\' => s.push(chars.next()?),
+                    c if c == first => break,
+                    c => s.push(c),
+                }
+            }
+            out.push(Value::from(s));
+        } else {
+            let mut token = String::new();
+            while let Some(c) = chars.next_if(|c| *c != ',') {
+                token.push(c);
+            }
+            out.push(Value::Int(token.trim().parse().ok()?));
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        match chars.next() {
+            None => return Some(out),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
+}
+
+/// Seconds of an `HH:MM:SS(.fff)` timestamp.
+fn timestamp_seconds(text: &str) -> Option<f64> {
+    let mut parts = text.split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let (h, m, s) = (
+        h.parse::<u32>().ok()?,
+        m.parse::<u32>().ok()?,
+        s.parse::<f64>().ok()?,
+    );
+    (s.is_finite() && s >= 0.0).then(|| f64::from(h) * 3600.0 + f64::from(m) * 60.0 + s)
+}
+
+/// The folders named by one of `ids` anywhere under `dir` that hold JPEG
+/// files (frame folders), by name.
+fn index_folders(dir: &Path, ids: &HashMap<String, usize>) -> Result<HashMap<String, PathBuf>> {
+    let mut map = HashMap::new();
+    walk(dir, |entry| {
+        if let Some(name) = entry.file_name().to_str()
+            && entry.file_type().is_dir()
+            && ids.contains_key(name)
+            && !map.contains_key(name)
+            && jpeg_files(entry.path()).is_ok()
+        {
+            map.insert(name.to_owned(), entry.path().to_owned());
+        }
+    })?;
+    Ok(map)
 }
 
 fn id_string(v: &Value) -> Option<String> {
@@ -523,16 +750,8 @@ fn class_folder(
 
 /// File stem → path of every video under `dir`.
 fn index_videos(dir: &Path) -> Result<HashMap<String, PathBuf>> {
-    if !dir.is_dir() {
-        return Err(Error::input(dir, "not a directory"));
-    }
     let mut map = HashMap::new();
-    for entry in walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .sort_by_file_name()
-    {
-        let entry =
-            entry.map_err(|e| Error::input(e.path().unwrap_or(dir).to_owned(), e.to_string()))?;
+    walk(dir, |entry| {
         let path = entry.path();
         if entry.file_type().is_file()
             && is_video_path(path)
@@ -541,8 +760,25 @@ fn index_videos(dir: &Path) -> Result<HashMap<String, PathBuf>> {
             map.entry(stem.to_owned())
                 .or_insert_with(|| path.to_owned());
         }
-    }
+    })?;
     Ok(map)
+}
+
+/// Calls `each` on every entry under the directory `dir` (links followed),
+/// in name order.
+fn walk(dir: &Path, mut each: impl FnMut(&walkdir::DirEntry)) -> Result<()> {
+    if !dir.is_dir() {
+        return Err(Error::input(dir, "not a directory"));
+    }
+    for entry in walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
+        let entry =
+            entry.map_err(|e| Error::input(e.path().unwrap_or(dir).to_owned(), e.to_string()))?;
+        each(&entry);
+    }
+    Ok(())
 }
 
 fn single_video(dir: &Path) -> std::result::Result<PathBuf, ItemError> {
@@ -580,4 +816,45 @@ fn jpeg_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, ItemError> {
     }
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_become_numbers_lists_and_text() {
+        assert_eq!(csv_value("12"), Value::Int(12));
+        assert_eq!(csv_value("0.5"), Value::Float(0.5));
+        assert_eq!(csv_value("open tap"), Value::from("open tap"));
+        assert_eq!(csv_value(""), Value::from(""));
+        assert_eq!(
+            csv_value("[3, 7]"),
+            Value::Array(vec![Value::Int(3), Value::Int(7)])
+        );
+        assert_eq!(
+            csv_value(r#"['tap', "kid's cup", 'a\'b']"#),
+            Value::Array(vec![
+                Value::from("tap"),
+                Value::from("kid's cup"),
+                Value::from("a'b")
+            ])
+        );
+        assert_eq!(csv_value("[]"), Value::Array(Vec::new()));
+        // Not a list after all: kept as text.
+        assert_eq!(csv_value("['open"), Value::from("['open"));
+        assert_eq!(csv_value("[a b]"), Value::from("[a b]"));
+    }
+
+    #[test]
+    fn timestamps_are_seconds() {
+        assert_eq!(timestamp_seconds("00:01:02.5"), Some(62.5));
+        assert_eq!(
+            timestamp_seconds("99999999:00:00"),
+            Some(99_999_999.0 * 3600.0)
+        );
+        assert_eq!(timestamp_seconds("01:02"), None);
+        assert_eq!(timestamp_seconds("a:b:c"), None);
+        assert_eq!(timestamp_seconds("00:00:-1"), None);
+    }
 }

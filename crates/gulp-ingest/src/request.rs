@@ -34,11 +34,14 @@ pub enum AdapterKind {
     Kinetics,
     /// `activitynet`: the annotation JSON and a folder of videos.
     Activitynet,
+    /// `epic-kitchens`: the action annotation CSV and a folder of videos
+    /// (or of frame folders); one item per video, its actions as segments.
+    EpicKitchens,
 }
 
 impl AdapterKind {
     /// Every kind, in the order `gulp ingest --help` lists them.
-    pub const ALL: [AdapterKind; 8] = [
+    pub const ALL: [AdapterKind; 9] = [
         AdapterKind::TwentyBnJson,
         AdapterKind::TwentyBnCsvWebm,
         AdapterKind::TwentyBnCsvJpeg,
@@ -47,6 +50,7 @@ impl AdapterKind {
         AdapterKind::ImageList,
         AdapterKind::Kinetics,
         AdapterKind::Activitynet,
+        AdapterKind::EpicKitchens,
     ];
 
     /// The kind's name on the command line and in Python.
@@ -60,6 +64,7 @@ impl AdapterKind {
             AdapterKind::ImageList => "image-list",
             AdapterKind::Kinetics => "kinetics",
             AdapterKind::Activitynet => "activitynet",
+            AdapterKind::EpicKitchens => "epic-kitchens",
         }
     }
 
@@ -67,7 +72,9 @@ impl AdapterKind {
     pub fn inputs(self) -> &'static [&'static str] {
         match self {
             AdapterKind::TwentyBnJson => &["input_json", "videos_dir"],
-            AdapterKind::TwentyBnCsvWebm | AdapterKind::Kinetics => &["input_csv", "videos_dir"],
+            AdapterKind::TwentyBnCsvWebm | AdapterKind::Kinetics | AdapterKind::EpicKitchens => {
+                &["input_csv", "videos_dir"]
+            }
             AdapterKind::TwentyBnCsvJpeg => &["input_csv", "jpeg_dir"],
             AdapterKind::VideoFolder => &["videos_dir"],
             AdapterKind::ImageFolder => &["images_dir"],
@@ -86,6 +93,7 @@ impl AdapterKind {
             AdapterKind::ImageList => "image list",
             AdapterKind::Kinetics => "Kinetics CSV",
             AdapterKind::Activitynet => "ActivityNet JSON",
+            AdapterKind::EpicKitchens => "EPIC-Kitchens CSV",
         }
     }
 }
@@ -260,7 +268,10 @@ impl IngestRequest {
             AdapterKind::ImageFolder => Dataset::image_folder(&i[0], out),
             AdapterKind::ImageList => Dataset::image_list(&i[0], &i[1], out),
             AdapterKind::Kinetics => Dataset::kinetics(&i[0], &i[1], out),
-            AdapterKind::Activitynet => Dataset::activitynet(&i[0], &i[1], &self.adapter.phase),
+            AdapterKind::Activitynet => {
+                Dataset::activitynet(&i[0], &i[1], out, &self.adapter.phase)
+            }
+            AdapterKind::EpicKitchens => Dataset::epic_kitchens(&i[0], &i[1]),
         }
     }
 }

@@ -10,7 +10,7 @@
 //!   resize; expected kind `skipped`.
 //! - `ingest/lists/<adapter>_<case>.<ext>`: a list given to the constructor
 //!   named by its prefix (`twenty_bn_json`, `twenty_bn_csv`, `image_list`,
-//!   `kinetics`, `activitynet`); expected kind `input`.
+//!   `kinetics`, `activitynet`, `epic_kitchens`); expected kind `input`.
 //!
 //! `GULP_BAD_DATA_PRINT=1 cargo test -p gulp-ingest --test bad_inputs --
 //! --nocapture` prints what each case actually gives.
@@ -218,7 +218,9 @@ fn run_list_case(list: &Path, work: &Path) -> Outcome {
     } else if name.starts_with("kinetics_") {
         Dataset::kinetics(list, &media, &output)
     } else if name.starts_with("activitynet_") {
-        Dataset::activitynet(list, &media, "training")
+        Dataset::activitynet(list, &media, &output, "training")
+    } else if name.starts_with("epic_kitchens_") {
+        Dataset::epic_kitchens(list, &media)
     } else {
         out.problems
             .push(format!("{name}: no adapter has this prefix"));

@@ -17,13 +17,17 @@ pub enum Error {
     /// An option is out of range or options contradict each other.
     #[error("invalid loader option: {0}")]
     Config(String),
-    /// An item's label cannot be read or is not in the label index.
-    #[error("{path}: id {id:?}: {reason}")]
-    Label {
-        /// The directory or label file.
+    /// A value of an item's meta that the loader needs (its label or
+    /// target, its segments, its weight, a filter's verdict) is missing or
+    /// unusable.
+    #[error("{path}: id {id:?}: {key}: {reason}")]
+    Meta {
+        /// The directory.
         path: PathBuf,
         /// The item.
         id: String,
+        /// The key (e.g. `label`, `segments[2].start`, `where`).
+        key: String,
         /// What is wrong.
         reason: String,
     },

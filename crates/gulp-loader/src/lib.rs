@@ -11,6 +11,15 @@
 //! - **spatial transforms** ([`Spatial`]): resize by the short edge, random,
 //!   centre, random resized or three crops, horizontal flip; one draw per
 //!   clip;
+//! - **data** ([`Source`]): one directory or several, each with its share
+//!   of an epoch ([`Amount`]: a weight, a repeat or a count) and a subset
+//!   of its items (ids, or a filter on the meta); items, or the segments
+//!   their meta lists ([`Segments`]), are the samples;
+//! - **sampling of the epoch** ([`Sampler`]): every sample once, balanced
+//!   over classes, or in proportion to per-item weights; an epoch of a
+//!   fixed size (`samples_per_epoch`);
+//! - **targets** ([`Target`]): a label, several keys, a multi-hot vector,
+//!   a number or a computed value per sample, read once into one table;
 //! - **order** ([`Order`]): a seeded shuffle per epoch, split between the
 //!   ranks of a distributed job as PyTorch's `DistributedSampler` splits it;
 //!   batches that depend only on the seed, the epoch and their number, so
@@ -41,21 +50,31 @@
 //! ```
 #![deny(unsafe_code)]
 
+mod catalog;
+mod compose;
 mod error;
+mod fingerprint;
 mod frames;
 mod loader;
+mod options;
 mod order;
 mod resample;
 mod rng;
 mod sampling;
+mod segments;
+mod source;
+mod targets;
 mod transform;
 
+pub use crate::compose::Sampler;
 pub use crate::error::{Error, Result};
-pub use crate::loader::{
-    Batch, Batches, Labels, Loader, LoaderOptions, OnError, Skipped, State, default_threads,
-};
+pub use crate::loader::{Batch, Batches, Loader, Skipped, State, default_threads};
+pub use crate::options::{Labels, LoaderOptions, OnError};
 pub use crate::order::{Order, Slot};
 pub use crate::resample::{Filter, Sample, Shape, nearest_indices, resample};
 pub use crate::rng::Rng;
 pub use crate::sampling::{Placement, Sampling, V1Window, clip_indices};
+pub use crate::segments::{Bounds, DURATION_KEY, FPS_KEY, Segments, Unit};
+pub use crate::source::{Amount, ItemFn, Source, read_ids};
+pub use crate::targets::{OnMissing, Target, TargetFn, TargetValues, Targets};
 pub use crate::transform::{CropMode, Geometry, Renderer, Spatial, resized_size};

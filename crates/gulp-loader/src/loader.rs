@@ -3,123 +3,24 @@
 //! and the epoch.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use gulp_format::{FrameInfo, Value};
-use gulp_io::{ChunkReader, DecodeOptions, GulpDirectory, LABEL_FILE, LabelIndex};
+use gulp_format::FrameInfo;
 
+use crate::catalog::{Catalog, Item};
 use crate::error::{Error, Result};
-use crate::frames::FrameTable;
-use crate::order::{Order, Slot};
+use crate::fingerprint::Fnv;
+use crate::options::{LoaderOptions, OnError, check_options};
+use crate::order::Slot;
 use crate::rng::Rng;
-use crate::sampling::{Placement, Sampling, clip_indices};
-use crate::transform::{Geometry, Renderer, Spatial};
-
-/// What to do with a clip whose frame fails to decode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnError {
-    /// Stop: the batch's error names the id, the frame and the byte offset.
-    #[default]
-    Raise,
-    /// Leave the clip out of its batch (which is then smaller), count it and
-    /// say why in [`Batch::skipped`].
-    Skip,
-}
-
-/// Where labels come from.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Labels {
-    /// The key of the item's meta (`meta_data[0]`) holding its label.
-    pub key: String,
-    /// Label → class index; `None` reads the directory's `label2idx.json`
-    /// (if it has none, integer labels are used as they are, and an item
-    /// whose label is a string is an error).
-    pub index: Option<Vec<(String, i64)>>,
-}
-
-/// Everything a loader does.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoaderOptions {
-    /// Frames per clip (`T`); 1 for images.
-    pub frames: usize,
-    /// How a clip's frames are chosen.
-    pub sampling: Sampling,
-    /// Distance between frames of a window (window and dense sampling).
-    pub step: usize,
-    /// Clips taken from each item (evaluation: evenly placed).
-    pub clips: usize,
-    /// Resize, crop and flip.
-    pub spatial: Spatial,
-    /// Clips per batch (`B`).
-    pub batch_size: usize,
-    /// Shuffle, seed, ranks.
-    pub order: Order,
-    /// Training: random clip positions, crops and flips. Otherwise clips
-    /// are placed evenly and crops centred.
-    pub train: bool,
-    /// Decoding threads; 0 for the cores divided among the ranks of this
-    /// node (see [`default_threads`]).
-    pub threads: usize,
-    /// Ranks (processes with a loader) on this node, among which the cores
-    /// are divided when `threads` is 0; 0 reads `LOCAL_WORLD_SIZE`
-    /// (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1.
-    pub local_world_size: usize,
-    /// Batches in flight per thread (decoded ahead of the consumer).
-    pub prefetch: usize,
-    /// A clip that fails to decode.
-    pub on_error: OnError,
-    /// Labels.
-    pub labels: Labels,
-    /// Codec, DCT and strictness of decoding (scale, crop and colour are the
-    /// loader's).
-    pub decode: DecodeOptions,
-}
-
-impl Default for LoaderOptions {
-    fn default() -> LoaderOptions {
-        LoaderOptions {
-            frames: 8,
-            sampling: Sampling::Segments,
-            step: 1,
-            clips: 1,
-            spatial: Spatial {
-                resize: Some(128),
-                size: Some((112, 112)),
-                crop: crate::CropMode::Random,
-                flip: true,
-            },
-            batch_size: 8,
-            order: Order::default(),
-            train: true,
-            threads: 0,
-            local_world_size: 0,
-            prefetch: 2,
-            on_error: OnError::Raise,
-            labels: Labels {
-                key: "label".into(),
-                index: None,
-            },
-            decode: DecodeOptions::default(),
-        }
-    }
-}
-
-/// One item of the directory as the loader sees it.
-#[derive(Debug, Clone)]
-/// An item: 32 bytes (its id is the directory index's, by place).
-struct Item {
-    chunk: u32,
-    /// Its place in its chunk's meta.
-    slot: u32,
-    frames: u32,
-    /// Its first record in the loader's [`FrameTable`].
-    first: usize,
-    label: i64,
-}
+use crate::sampling::{Placement, clip_indices};
+use crate::source::Source;
+use crate::targets::Targets;
+use crate::transform::{Geometry, Renderer};
 
 /// A clip left out of its batch ([`OnError::Skip`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,15 +42,25 @@ pub struct Batch {
     pub frames: Vec<u8>,
     /// `[B, T, H, W, 3]`.
     pub shape: [usize; 5],
-    /// Class index of each clip (-1 for an item without a label).
+    /// Class index of each clip (-1 for an item without a label), for a
+    /// target of one class ([`crate::Target::Label`], [`crate::Target::Key`]); empty for
+    /// the other targets.
     pub labels: Vec<i64>,
+    /// The target of each clip, `[B, ...]` (see [`crate::Target`]).
+    pub targets: Targets,
     /// Item id of each clip.
     pub ids: Vec<String>,
-    /// Position of each clip's item in the epoch's global order (before
+    /// The source of each clip (its index in the loader's sources).
+    pub sources: Vec<usize>,
+    /// The frames `[start, end)` of each clip's sample: a segment, or the
+    /// whole item.
+    pub segments: Vec<[usize; 2]>,
+    /// Position of each clip's sample in the epoch's global order (before
     /// the split between ranks): what makes its random draws, and what
     /// tells, over all ranks, that each position was served once.
     pub positions: Vec<usize>,
-    /// Frame indices of each clip, `B × T`, row-major.
+    /// Frame indices of each clip (of its item, inside its segment), `B ×
+    /// T`, row-major.
     pub indices: Vec<usize>,
     /// View of each clip: `clip * crops + crop` (0 with one clip and one
     /// crop).
@@ -167,7 +78,7 @@ pub struct Batch {
 /// length. A state resumes exactly on the same rank of the same world size
 /// (the same batches, the same batch numbers), and on any rank of any world
 /// size from `position`: the rest of the epoch is split between the new
-/// ranks ([`Order::slots_from`]), so that over the epoch every position is
+/// ranks ([`crate::Order::slots_from`]), so that over the epoch every position is
 /// served once, and every clip's random draws are those of its position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
@@ -191,7 +102,7 @@ pub struct State {
     pub world_size: usize,
     /// Batches of this rank's share of the epoch.
     pub batches: usize,
-    /// Items in the directory.
+    /// Items the loader keeps (all sources).
     pub items: usize,
     /// Clips per batch.
     pub batch_size: usize,
@@ -199,6 +110,15 @@ pub struct State {
     /// (sampling, frames, clips, crops, sizes, drop_last, shuffle, labels,
     /// decoding); ranks, threads and prefetch are not in it.
     pub options: u64,
+    /// A fingerprint of the sources: their amounts and sizes, the sampler,
+    /// `samples_per_epoch` and the segments.
+    pub sources: u64,
+    /// A fingerprint of the ids kept from each source (`ids`, `filter`).
+    pub subset: u64,
+    /// A fingerprint of the per-item weights (0 without).
+    pub weights: u64,
+    /// A fingerprint of the target and of every sample's value.
+    pub targets: u64,
 }
 
 /// The epoch, where this rank's share of it began, and the next batch.
@@ -221,33 +141,11 @@ impl Cursor {
 
 #[derive(Debug)]
 struct Inner {
-    dir: GulpDirectory,
-    items: Vec<Item>,
-    /// Every item's records: the loader keeps this, not the parsed metas.
-    frames: FrameTable,
-    /// Per chunk, its data file (opened on first use, without its meta).
-    readers: Vec<OnceLock<ChunkReader>>,
+    /// The items, their records, samples and targets: the loader keeps
+    /// these, not the parsed metas.
+    catalog: Catalog,
     options: LoaderOptions,
     threads: usize,
-}
-
-impl Inner {
-    /// The id of `item`, as the directory's index holds it.
-    fn id(&self, item: &Item) -> &str {
-        self.dir.chunks()[item.chunk as usize]
-            .index()
-            .id(item.slot as usize)
-            .unwrap_or_default()
-    }
-
-    fn reader(&self, chunk: usize) -> Result<&ChunkReader> {
-        if let Some(reader) = self.readers[chunk].get() {
-            return Ok(reader);
-        }
-        let entry = &self.dir.chunks()[chunk];
-        let reader = entry.data_reader(self.dir.read_mode())?;
-        Ok(self.readers[chunk].get_or_init(|| reader))
-    }
 }
 
 /// Batches of clips from a gulp directory.
@@ -276,66 +174,40 @@ impl Loader {
     /// Opens `path` (parses every chunk's meta, reads the labels) and
     /// checks the options.
     pub fn open(path: impl AsRef<Path>, options: LoaderOptions) -> Result<Loader> {
-        let path = path.as_ref();
+        Loader::from_sources(&[Source::new(path.as_ref())], options)
+    }
+
+    /// A loader over several directories (or subsets of one): the epoch
+    /// holds each source's share ([`crate::Amount`]), shuffled together.
+    /// Parses every chunk's meta, reads the labels, evaluates the sources'
+    /// filters and weights and the targets once, and checks the options.
+    ///
+    /// ```no_run
+    /// # fn main() -> gulp_loader::Result<()> {
+    /// use gulp_loader::{Amount, Loader, LoaderOptions, Source};
+    /// let sources = [
+    ///     Source::new("/data/ssv2-gulp").amount(Amount::Weight(0.7)),
+    ///     Source::new("/data/kinetics-gulp").amount(Amount::Weight(0.3)),
+    /// ];
+    /// let options = LoaderOptions { samples_per_epoch: Some(100_000), ..LoaderOptions::default() };
+    /// let mut loader = Loader::from_sources(&sources, options)?;
+    /// for batch in loader.iter() {
+    ///     let batch = batch?; // batch.sources: 0 or 1 for each clip
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_sources(sources: &[Source], options: LoaderOptions) -> Result<Loader> {
         check_options(&options)?;
-        let dir = GulpDirectory::open(path)?;
-        let index = match &options.labels.index {
-            Some(pairs) => Some(pairs.iter().cloned().collect()),
-            None => LabelIndex::read(path)?.map(|labels| {
-                labels
-                    .iter()
-                    .map(|(label, index)| (label.to_owned(), index))
-                    .collect()
-            }),
-        };
-        let mut items = Vec::with_capacity(dir.len());
-        let mut frames = FrameTable::with_capacity(dir.n_frames());
-        for (chunk, entry) in dir.chunks().iter().enumerate() {
-            // Each chunk's meta is parsed, read for what the loader needs
-            // (ids, labels, records) and dropped: a rank keeps 12 bytes a
-            // frame, not the parsed meta.
-            let meta = entry.read_meta()?;
-            for (slot, (id, item)) in meta.iter().enumerate() {
-                let label = label_of(
-                    path,
-                    id,
-                    item.first_meta_data(),
-                    &options.labels.key,
-                    index.as_ref(),
-                )?;
-                let too_many = |what: &str| Error::Clip {
-                    id: id.to_owned(),
-                    reason: format!("{what} out of the loader's range (in {})", path.display()),
-                };
-                if item.frame_info.is_empty() {
-                    return Err(Error::Clip {
-                        id: id.to_owned(),
-                        reason: format!("item has no frames (in {})", path.display()),
-                    });
-                }
-                items.push(Item {
-                    chunk: u32::try_from(chunk).map_err(|_| too_many("chunk"))?,
-                    slot: u32::try_from(slot).map_err(|_| too_many("item"))?,
-                    frames: u32::try_from(item.frame_info.len()).map_err(|_| too_many("frames"))?,
-                    first: frames.push_item(&item.frame_info),
-                    label,
-                });
-            }
-        }
+        let catalog = Catalog::open(sources, &options)?;
         let threads = if options.threads == 0 {
             default_threads(options.local_world_size, |k| std::env::var(k).ok())
         } else {
             options.threads
         };
-        items.shrink_to_fit();
-        frames.shrink();
-        let readers = (0..dir.chunks().len()).map(|_| OnceLock::new()).collect();
         Ok(Loader {
             inner: Arc::new(Inner {
-                dir,
-                items,
-                frames,
-                readers,
+                catalog,
                 options,
                 threads,
             }),
@@ -348,14 +220,32 @@ impl Loader {
         &self.inner.options
     }
 
-    /// The directory.
+    /// The (first) source's directory.
     pub fn path(&self) -> &Path {
-        self.inner.dir.path()
+        self.inner.catalog.dirs[0].dir.path()
     }
 
-    /// Items in the directory.
+    /// Every source's directory.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        let dirs = &self.inner.catalog.dirs;
+        dirs.iter().map(|d| d.dir.path().to_owned()).collect()
+    }
+
+    /// Items the loader keeps (all sources).
     pub fn items(&self) -> usize {
-        self.inner.items.len()
+        self.inner.catalog.items.len()
+    }
+
+    /// Samples of an epoch before the split between ranks (the sources'
+    /// shares added up).
+    pub fn epoch_samples(&self) -> usize {
+        self.inner.catalog.composition.len()
+    }
+
+    /// Samples left out when the loader was made, their target (or
+    /// segment) missing or unusable ([`crate::OnMissing::Skip`]).
+    pub fn missing(&self) -> usize {
+        self.inner.catalog.missing
     }
 
     /// Decoding threads.
@@ -375,7 +265,7 @@ impl Loader {
     }
 
     fn samples_from(&self, start: usize) -> usize {
-        let n = self.inner.items.len();
+        let n = self.epoch_samples();
         self.inner.options.order.per_rank(n.saturating_sub(start)) * self.views()
     }
 
@@ -420,28 +310,21 @@ impl Loader {
     }
 
     /// A fingerprint of the options a resumed loader must share (see
-    /// [`State::options`]): FNV-1a over their `Debug` text, which names
-    /// every field and prints floats exactly.
+    /// [`State::options`]).
     fn fingerprint(&self) -> u64 {
         let o = &self.inner.options;
-        let text = format!(
-            "{:?}",
-            (
-                o.frames,
-                o.sampling,
-                o.step,
-                o.clips,
-                &o.spatial,
-                o.batch_size,
-                (o.order.shuffle, o.order.drop_last),
-                o.train,
-                &o.labels,
-                o.decode,
-            )
-        );
-        text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
+        Fnv::of_debug(&(
+            o.frames,
+            o.sampling,
+            o.step,
+            o.clips,
+            &o.spatial,
+            o.batch_size,
+            (o.order.shuffle, o.order.drop_last),
+            o.train,
+            &o.labels,
+            o.decode,
+        ))
     }
 
     /// Where the next iteration starts.
@@ -466,6 +349,10 @@ impl Loader {
             items: self.items(),
             batch_size: o.batch_size,
             options: self.fingerprint(),
+            sources: self.inner.catalog.fingerprints.sources,
+            subset: self.inner.catalog.fingerprints.subset,
+            weights: self.inner.catalog.fingerprints.weights,
+            targets: self.inner.catalog.fingerprints.targets,
         }
     }
 
@@ -473,25 +360,24 @@ impl Loader {
     /// it. On the rank and world size that saved it, the same batches; on
     /// another rank or world size, this rank's share of the rest of the
     /// epoch from `state.position` (see [`State`]). A state of another
-    /// seed, data or options is refused, naming what differs.
+    /// seed, data, options, sources, subset, weights or targets is refused,
+    /// naming what differs.
     pub fn load_state(&mut self, state: &State) -> Result<()> {
         let now = self.state();
+        let count = |v: usize| v.to_string();
+        let hash = |v: u64| format!("{v:016x}");
         let differs = [
-            ("seed", state.seed == now.seed),
-            ("items", state.items == now.items),
-            ("batch_size", state.batch_size == now.batch_size),
-            ("options", state.options == now.options),
+            ("seed", state.seed.to_string(), now.seed.to_string()),
+            // The ids kept first: another subset has other sizes too.
+            ("subset", hash(state.subset), hash(now.subset)),
+            ("sources", hash(state.sources), hash(now.sources)),
+            ("items", count(state.items), count(now.items)),
+            ("batch_size", count(state.batch_size), count(now.batch_size)),
+            ("options", hash(state.options), hash(now.options)),
+            ("weights", hash(state.weights), hash(now.weights)),
+            ("targets", hash(state.targets), hash(now.targets)),
         ];
-        if let Some((what, _)) = differs.iter().find(|(_, same)| !same) {
-            let (theirs, ours) = match *what {
-                "seed" => (state.seed.to_string(), now.seed.to_string()),
-                "items" => (state.items.to_string(), now.items.to_string()),
-                "batch_size" => (state.batch_size.to_string(), now.batch_size.to_string()),
-                _ => (
-                    format!("{:016x}", state.options),
-                    format!("{:016x}", now.options),
-                ),
-            };
+        if let Some((what, theirs, ours)) = differs.iter().find(|(_, a, b)| a != b) {
             return Err(Error::State(format!(
                 "the state's {what} is {theirs}, this loader's {ours} (a state resumes a loader \
                  with the same seed, data and options; only the rank, the world size and the \
@@ -539,12 +425,14 @@ impl Loader {
     }
 
     /// The clips of this rank in `epoch` from global position `start`, in
-    /// order.
+    /// order: the epoch's composition, shuffled, split between the ranks.
     fn plan(&self, epoch: u64, start: usize) -> Vec<Sample> {
         let o = &self.inner.options;
         let crops = o.spatial.crop.views();
+        let mut order = self.inner.catalog.composition.epoch(o.order.seed, epoch);
+        o.order.arrange(&mut order, epoch);
         o.order
-            .slots_from(self.inner.items.len(), epoch, start)
+            .slots_from(&order, start)
             .into_iter()
             .flat_map(|slot| {
                 (0..o.clips)
@@ -636,83 +524,6 @@ pub fn default_threads(local_world_size: usize, env: impl Fn(&str) -> Option<Str
     (cores / ranks).max(1)
 }
 
-fn check_options(o: &LoaderOptions) -> Result<()> {
-    let bad = |m: &str| Err(Error::Config(m.to_owned()));
-    if o.frames == 0 {
-        return bad("frames must be at least 1");
-    }
-    if o.step == 0 {
-        return bad("step must be at least 1");
-    }
-    if o.clips == 0 {
-        return bad("clips must be at least 1");
-    }
-    if o.batch_size == 0 {
-        return bad("batch_size must be at least 1");
-    }
-    if o.order.world_size == 0 || o.order.rank >= o.order.world_size {
-        return Err(Error::Config(format!(
-            "rank {} is not in 0..world_size ({})",
-            o.order.rank, o.order.world_size
-        )));
-    }
-    if o.spatial.resize == Some(0) {
-        return bad("resize must be at least 1 pixel");
-    }
-    if let Some((h, w)) = o.spatial.size {
-        if h == 0 || w == 0 {
-            return bad("size must be at least 1x1 pixel");
-        }
-    } else if o.spatial.crop != crate::CropMode::None {
-        return bad("a crop needs a size");
-    }
-    if let crate::CropMode::RandomResized { scale, ratio } = o.spatial.crop {
-        let ok = |(a, b): (f64, f64), lo: f64| a.is_finite() && b.is_finite() && lo < a && a <= b;
-        if !ok(scale, 0.0) || scale.1 > 1.0 || !ok(ratio, 0.0) {
-            return bad(
-                "random_resized needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max",
-            );
-        }
-    }
-    Ok(())
-}
-
-fn label_of(
-    dir: &Path,
-    id: &str,
-    meta: Option<&Value>,
-    key: &str,
-    index: Option<&BTreeMap<String, i64>>,
-) -> Result<i64> {
-    let bad = |reason: String| Error::Label {
-        path: dir.to_owned(),
-        id: id.to_owned(),
-        reason,
-    };
-    let value = match meta {
-        Some(Value::Object(map)) => map.get(key),
-        _ => None,
-    };
-    match value {
-        None | Some(Value::Null) => Ok(-1),
-        Some(Value::Int(i)) => Ok(*i),
-        Some(Value::String(label)) => match index {
-            Some(index) => index.get(label).copied().ok_or_else(|| {
-                bad(format!(
-                    "label {label:?} is not in {}",
-                    dir.join(LABEL_FILE).display()
-                ))
-            }),
-            None => Err(bad(format!(
-                "label {label:?} is a string and there is no {LABEL_FILE} to number it"
-            ))),
-        },
-        Some(other) => Err(bad(format!(
-            "meta key {key:?} holds {other:?}, not a label"
-        ))),
-    }
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     slot: Slot,
@@ -737,13 +548,21 @@ fn make_batch(
     if let Some((h, w)) = o.spatial.size {
         frames.reserve_exact(part.len() * t * h * w * 3);
     }
+    let catalog = &inner.catalog;
+    let mut rows = Vec::with_capacity(part.len());
     let mut batch = Batch {
         epoch,
         index,
         frames: Vec::new(),
         shape: [0, t, 0, 0, 3],
-        labels: Vec::with_capacity(part.len()),
+        labels: Vec::new(),
+        targets: Targets {
+            shape: Vec::new(),
+            values: crate::TargetValues::Int64(Vec::new()),
+        },
         ids: Vec::with_capacity(part.len()),
+        sources: Vec::with_capacity(part.len()),
+        segments: Vec::with_capacity(part.len()),
         positions: Vec::with_capacity(part.len()),
         indices: Vec::with_capacity(part.len() * t),
         views: Vec::with_capacity(part.len()),
@@ -754,11 +573,11 @@ fn make_batch(
         if cancel.load(Ordering::Relaxed) {
             break;
         }
-        let item = &inner.items[sample.slot.item];
+        let (item, first, end) = catalog.sample(sample.slot.sample);
         let start = frames.len();
         match make_clip(
             inner,
-            item,
+            (item, first, end),
             sample,
             epoch,
             renderer,
@@ -766,8 +585,10 @@ fn make_batch(
             &mut out_size,
         ) {
             Ok(indices) => {
-                batch.labels.push(item.label);
-                batch.ids.push(inner.id(item).to_owned());
+                rows.push(sample.slot.sample);
+                batch.ids.push(catalog.id(item).to_owned());
+                batch.sources.push(item.source as usize);
+                batch.segments.push([first, end]);
                 batch.positions.push(sample.slot.position);
                 batch.indices.extend(indices);
                 batch
@@ -779,7 +600,7 @@ fn make_batch(
                 match (o.on_error, &e) {
                     (OnError::Skip, Error::Io(_) | Error::Clip { .. }) => {
                         batch.skipped.push(Skipped {
-                            id: inner.id(item).to_owned(),
+                            id: catalog.id(item).to_owned(),
                             reason: e.to_string(),
                         });
                     }
@@ -791,13 +612,15 @@ fn make_batch(
     let (h, w) = out_size.map_or((0, 0), |(h, w, _)| (h, w));
     batch.shape = [batch.ids.len(), t, h, w, 3];
     batch.frames = frames;
+    (batch.targets, batch.labels) = catalog.targets.gather(&rows);
     Ok(batch)
 }
 
-/// Decodes one clip at the end of `frames`; returns its frame indices.
+/// Decodes one clip of `item`'s frames `start..end` at the end of
+/// `frames`; returns its frame indices.
 fn make_clip(
     inner: &Inner,
-    item: &Item,
+    (item, start, end): (&Item, usize, usize),
     sample: &Sample,
     epoch: u64,
     renderer: &mut Renderer,
@@ -805,8 +628,8 @@ fn make_clip(
     out_size: &mut Option<(usize, usize, String)>,
 ) -> Result<Vec<usize>> {
     let o = &inner.options;
-    let id = inner.id(item);
-    let reader = inner.reader(item.chunk as usize)?;
+    let id = inner.catalog.id(item);
+    let reader = inner.catalog.reader(item)?;
     let mut rng = Rng::new(&[
         o.order.seed,
         epoch,
@@ -821,19 +644,16 @@ fn make_clip(
             count: o.clips,
         }
     };
-    let indices = clip_indices(
-        o.sampling,
-        o.frames,
-        o.step,
-        item.frames as usize,
-        placement,
-    );
+    let indices: Vec<usize> = clip_indices(o.sampling, o.frames, o.step, end - start, placement)
+        .into_iter()
+        .map(|k| start + k)
+        .collect();
     let codec = o.decode.codec;
     // The clip's frames in one read: from an object store, one range
     // request for frames close together.
     let records: Vec<(usize, FrameInfo)> = indices
         .iter()
-        .map(|&k| (k, inner.frames.get(item.first + k)))
+        .map(|&k| (k, inner.catalog.frames.get(item.first + k)))
         .collect();
     let jpegs = reader.records_at(id, &records)?;
     let first = reader.with_record(id, indices[0], records[0].1.loc, &jpegs[0], codec, |f| {
@@ -863,10 +683,10 @@ fn make_clip(
         None => *out_size = Some((oh, ow, id.to_owned())),
     }
     let per_frame = oh * ow * 3;
-    let start = frames.len();
-    frames.resize(start + indices.len() * per_frame, 0);
+    let at = frames.len();
+    frames.resize(at + indices.len() * per_frame, 0);
     for (k, ((index, record), jpeg)) in records.iter().zip(&jpegs).enumerate() {
-        let out = &mut frames[start + k * per_frame..start + (k + 1) * per_frame];
+        let out = &mut frames[at + k * per_frame..at + (k + 1) * per_frame];
         reader.with_record(id, *index, record.loc, jpeg, codec, |frame| {
             renderer.render(frame, &geometry, &o.decode, out)
         })?;

@@ -1,12 +1,13 @@
-//! The order of an epoch: a seeded shuffle, the split between the ranks of a
-//! distributed job, and the batches.
+//! The order of an epoch: a seeded shuffle of the epoch's samples (as
+//! `compose.rs` lists them), the split between the ranks of a distributed
+//! job, and the batches.
 
 use crate::rng::Rng;
 
 /// How items are ordered and split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Order {
-    /// Shuffle the items each epoch (seeded by `seed` and the epoch).
+    /// Shuffle the samples each epoch (seeded by `seed` and the epoch).
     pub shuffle: bool,
     /// The seed of the shuffle and of every random draw.
     pub seed: u64,
@@ -36,28 +37,41 @@ impl Default for Order {
     }
 }
 
-/// One item of a rank's share of an epoch.
+/// One sample of a rank's share of an epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
-    /// Index of the item in the loader's item list.
-    pub item: usize,
-    /// Position in the epoch's global (padded) order: the key of the item's
-    /// random draws, so they do not depend on the rank or thread count.
+    /// Index of the sample in the loader's numbering (an item, or one
+    /// segment of an item; the sources one after another).
+    pub sample: usize,
+    /// Position in the epoch's global (padded) order: the key of the
+    /// sample's random draws, so they do not depend on the rank or thread
+    /// count.
     pub position: usize,
 }
 
+/// The key of the shuffle's random stream (after the seed and the epoch).
+const SHUFFLE: u64 = 0x5348_5546; // "SHUF"
+
 impl Order {
-    /// The epoch's order of all `n` items before the split: `0..n`, shuffled
+    /// The epoch's order of `n` samples before the split: `0..n`, shuffled
     /// when `shuffle`.
     pub fn permutation(&self, n: usize, epoch: u64) -> Vec<usize> {
         let mut order: Vec<usize> = (0..n).collect();
-        if self.shuffle {
-            Rng::new(&[self.seed, epoch, 0x5348_5546]).shuffle(&mut order);
-        }
+        self.arrange(&mut order, epoch);
         order
     }
 
-    /// Items per rank: `DistributedSampler`'s `num_samples`.
+    /// The shuffle of an epoch: puts its samples (as the epoch's
+    /// composition lists them) in the epoch's order, a seeded permutation
+    /// of `(seed, epoch)` when `shuffle`, else as they are. A function of
+    /// its own, so that another shuffle can take the same composition.
+    pub fn arrange<T>(&self, samples: &mut [T], epoch: u64) {
+        if self.shuffle {
+            Rng::new(&[self.seed, epoch, SHUFFLE]).shuffle(samples);
+        }
+    }
+
+    /// Samples per rank: `DistributedSampler`'s `num_samples`.
     pub fn per_rank(&self, n: usize) -> usize {
         let ws = self.world_size.max(1);
         if self.drop_last && !n.is_multiple_of(ws) {
@@ -68,34 +82,35 @@ impl Order {
         }
     }
 
-    /// This rank's items of epoch `epoch`, as `DistributedSampler` splits
-    /// them: the order is cut (`drop_last`) or padded by repeating its
-    /// start to a multiple of `world_size`, then every `world_size`-th item
-    /// from `rank` on.
+    /// This rank's samples of epoch `epoch` of `n` samples `0..n`, as
+    /// `DistributedSampler` splits them: the order is cut (`drop_last`) or
+    /// padded by repeating its start to a multiple of `world_size`, then
+    /// every `world_size`-th sample from `rank` on.
     pub fn rank_slots(&self, n: usize, epoch: u64) -> Vec<Slot> {
-        self.slots_from(n, epoch, 0)
+        self.slots_from(&self.permutation(n, epoch), 0)
     }
 
-    /// This rank's items of the rest of epoch `epoch` from global position
-    /// `start` on (elastic resume: the positions before `start` were served
-    /// by the ranks of another world size). The rest, positions
-    /// `start..n`, is split as [`Order::rank_slots`] splits a whole epoch:
-    /// cut to a multiple of `world_size` (`drop_last`) or padded by
-    /// repeating the order's start, every `world_size`-th position from
-    /// `start + rank` on. `start = 0` is the whole epoch; for the world size
-    /// that served `start = s * world_size` positions it is the same
-    /// positions as the whole epoch's from slot `s` on.
-    pub fn slots_from(&self, n: usize, epoch: u64, start: usize) -> Vec<Slot> {
+    /// This rank's samples of the rest of an epoch whose global order is
+    /// `order`, from global position `start` on (elastic resume: the
+    /// positions before `start` were served by the ranks of another world
+    /// size). The rest, positions `start..order.len()`, is split as
+    /// [`Order::rank_slots`] splits a whole epoch: cut to a multiple of
+    /// `world_size` (`drop_last`) or padded by repeating the order's start,
+    /// every `world_size`-th position from `start + rank` on. `start = 0`
+    /// is the whole epoch; for the world size that served `start = s *
+    /// world_size` positions it is the same positions as the whole epoch's
+    /// from slot `s` on.
+    pub fn slots_from<T: Copy + TryInto<usize>>(&self, order: &[T], start: usize) -> Vec<Slot> {
         let ws = self.world_size.max(1);
+        let n = order.len();
         let end = start + self.per_rank(n.saturating_sub(start)) * ws;
-        let order = self.permutation(n, epoch);
         if order.is_empty() {
             return Vec::new();
         }
         (start + self.rank..end)
             .step_by(ws)
             .map(|position| Slot {
-                item: order[position % order.len()],
+                sample: order[position % n].try_into().unwrap_or(usize::MAX),
                 position,
             })
             .collect()
@@ -117,7 +132,7 @@ mod tests {
     use super::*;
 
     fn items(o: &Order, n: usize) -> Vec<usize> {
-        o.rank_slots(n, 0).into_iter().map(|s| s.item).collect()
+        o.rank_slots(n, 0).into_iter().map(|s| s.sample).collect()
     }
 
     #[test]
@@ -160,10 +175,10 @@ mod tests {
                 .rank_slots(100, 3)
             })
             .collect();
-        let mut seen: Vec<usize> = world.iter().flatten().map(|s| s.item).collect();
+        let mut seen: Vec<usize> = world.iter().flatten().map(|s| s.sample).collect();
         seen.sort_unstable();
         assert_eq!(seen, (0..100).collect::<Vec<_>>());
-        assert_eq!(world[1][0].item, a[1]);
+        assert_eq!(world[1][0].sample, a[1]);
         assert_eq!(world[1][1].position, 5);
     }
 

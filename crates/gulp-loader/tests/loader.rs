@@ -1,13 +1,16 @@
 //! The loader on real frames: JPEGs that ffmpeg encodes from its test
-//! sources, written into a gulp directory on disk.
+//! sources, written into gulp directories on disk.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
-use gulp_format::{Map, Value};
+use gulp_format::{JsonSerializer, Value};
 use gulp_io::{ChunkWriter, ColorMode, decode_jpeg};
 use gulp_loader::{
-    CropMode, Loader, LoaderOptions, OnError, Order, Sampling, Spatial, clip_indices,
+    Amount, CropMode, Loader, LoaderOptions, OnError, OnMissing, Order, Sampler, Sampling,
+    Segments, Source, Spatial, Target, TargetValues, Targets, clip_indices,
 };
 
 /// `n` JPEG frames of an ffmpeg test source at `w`×`h`.
@@ -31,14 +34,70 @@ struct Fixture {
     dir: PathBuf,
     /// (id, label, frames) in directory order.
     items: Vec<(String, String, Vec<Vec<u8>>)>,
+    /// A second directory: 6 items of 4 to 14 frames, labels "rings" and
+    /// "bars", numbered by its own label2idx.json.
+    other: PathBuf,
+    /// The meta of every item of both directories, by id.
+    metas: HashMap<String, Value>,
+}
+
+/// The meta of item `k` (`n` frames, `label`): besides the label, keys for
+/// every target form and two lists of segments (in frames, and in seconds
+/// at 10 fps with a `duration`); item 4 has no `score`.
+fn meta_of(k: usize, n: usize, label: &str) -> Value {
+    let half = n / 2;
+    let score = if k == 4 {
+        String::new()
+    } else {
+        format!(r#""score": {}, "#, k as f64 * 0.25)
+    };
+    let text = format!(
+        r#"{{"label": "{label}", "group": {group}, "verb_class": {verb}, "noun_class": {noun},
+            "tags": [{t0}, {t1}], {score}"duration": {duration},
+            "segments": [{{"start": 0, "end": {half}, "verb_class": 7}},
+                         {{"start": {half}, "end": {n}, "label": "bars"}}],
+            "annotations": [{{"segment": [0.0, {h_s}], "label": "fractal"}},
+                            {{"segment": [{h_s}, {n_s}]}}]}}"#,
+        group = usize::from(k >= 7),
+        verb = k % 3,
+        noun = 10 + k % 4,
+        t0 = k % 3,
+        t1 = (k + 2) % 4,
+        duration = n as f64 / 10.0,
+        h_s = half as f64 / 10.0,
+        n_s = n as f64 / 10.0,
+    );
+    JsonSerializer::parse_value(text.as_bytes()).expect("meta")
+}
+
+/// Writes `items` into `dir`, `per_chunk` a chunk, with [`meta_of`].
+fn write_dir(
+    dir: &Path,
+    items: &[(String, String, Vec<Vec<u8>>)],
+    first: usize,
+    per_chunk: usize,
+    metas: &mut HashMap<String, Value>,
+) {
+    std::fs::create_dir(dir).expect("mkdir");
+    for (chunk, part) in items.chunks(per_chunk).enumerate() {
+        let mut writer = ChunkWriter::builder()
+            .create(dir, chunk as u64)
+            .expect("writer");
+        for (j, (id, label, frames)) in part.iter().enumerate() {
+            let meta = meta_of(first + chunk * per_chunk + j, frames.len(), label);
+            metas.insert(id.clone(), meta.clone());
+            writer.append(id, meta, frames.iter()).expect("append");
+        }
+        writer.finish().expect("finish");
+    }
 }
 
 /// Two chunks, 10 items of 3 to 21 frames of 160x120 (two sources, two
-/// labels), and a label2idx.json numbering the labels in reverse order.
+/// labels), and a label2idx.json numbering the labels in reverse order;
+/// and the second directory.
 fn fixture() -> Fixture {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("gulp");
-    std::fs::create_dir(&dir).expect("mkdir");
     let sources = [("testsrc2", "bars"), ("mandelbrot", "fractal")];
     let all: Vec<Vec<Vec<u8>>> = sources
         .iter()
@@ -51,24 +110,25 @@ fn fixture() -> Fixture {
         let frames: Vec<Vec<u8>> = all[src][..n].to_vec();
         items.push((format!("item-{k}"), label.to_owned(), frames));
     }
-    for (chunk, part) in items.chunks(5).enumerate() {
-        let mut writer = ChunkWriter::builder()
-            .create(&dir, chunk as u64)
-            .expect("writer");
-        for (id, label, frames) in part {
-            let mut meta = Map::default();
-            meta.insert("label".into(), Value::from(label.as_str()));
-            writer
-                .append(id, Value::Object(meta), frames.iter())
-                .expect("append");
-        }
-        writer.finish().expect("finish");
-    }
+    let mut metas = HashMap::new();
+    write_dir(&dir, &items, 0, 5, &mut metas);
     std::fs::write(dir.join("label2idx.json"), r#"{"fractal": 0, "bars": 1}"#).expect("labels");
+    let other = tmp.path().join("other");
+    let others: Vec<_> = (0..6)
+        .map(|k| {
+            let label = if k % 3 == 0 { "rings" } else { "bars" };
+            let frames = all[(k + 1) % 2][..4 + 2 * k].to_vec();
+            (format!("other-{k}"), label.to_owned(), frames)
+        })
+        .collect();
+    write_dir(&other, &others, 10, 4, &mut metas);
+    std::fs::write(other.join("label2idx.json"), r#"{"bars": 0, "rings": 1}"#).expect("labels");
     Fixture {
         _tmp: tmp,
         dir,
         items,
+        other,
+        metas,
     }
 }
 
@@ -238,44 +298,123 @@ fn box_resize(src: &[u8], w: usize, h: usize, ow: usize, oh: usize) -> Vec<u8> {
     out
 }
 
+/// The data a loader reads, and the options that go with it.
+struct Setup {
+    name: &'static str,
+    sources: Vec<Source>,
+    options: fn(LoaderOptions) -> LoaderOptions,
+}
+
+impl Setup {
+    fn open(&self, options: LoaderOptions) -> Loader {
+        Loader::from_sources(&self.sources, (self.options)(options)).expect(self.name)
+    }
+}
+
+/// The determinism, resume and rank tests run on each: one directory as
+/// it is; a mixture by weight with a `where` subset, balanced classes and
+/// an epoch of a fixed size; a mixture of segments (repeat, choose) with an
+/// id subset, per-item weights and two keys as the target.
+fn setups(fx: &Fixture) -> Vec<Setup> {
+    vec![
+        Setup {
+            name: "one directory",
+            sources: vec![Source::new(&fx.dir)],
+            options: |o| o,
+        },
+        Setup {
+            name: "mixture, where, balanced",
+            sources: vec![
+                Source::new(&fx.dir)
+                    .amount(Amount::Weight(0.6))
+                    .filter(|id, _| Ok(id != "item-3")),
+                Source::new(&fx.other).amount(Amount::Weight(0.4)),
+            ],
+            options: |o| LoaderOptions {
+                sampler: Sampler::Balanced,
+                target: Target::Key("group".into()),
+                samples_per_epoch: Some(13),
+                ..o
+            },
+        },
+        Setup {
+            name: "segments, ids, weights",
+            sources: vec![
+                Source {
+                    ids: Some(
+                        ["item-1", "item-2", "item-5", "item-8"]
+                            .map(String::from)
+                            .into(),
+                    ),
+                    ..Source::new(&fx.dir).amount(Amount::Repeat(1.5))
+                },
+                Source {
+                    weights: Some(Arc::new(|id, _| {
+                        Ok(if id == "other-0" { 0.0 } else { 1.0 })
+                    })),
+                    ..Source::new(&fx.other).amount(Amount::Choose(5))
+                },
+            ],
+            options: |o| LoaderOptions {
+                segments: Some(Segments::new("segments")),
+                target: Target::Keys(vec!["verb_class".into(), "noun_class".into()]),
+                ..o
+            },
+        },
+    ]
+}
+
 #[test]
 fn one_seed_gives_the_same_batches_on_any_thread_count() {
     let fx = fixture();
-    let one = collect(&mut Loader::open(&fx.dir, train_options(1)).expect("open"));
-    let two = collect(&mut Loader::open(&fx.dir, train_options(2)).expect("open"));
-    assert_eq!(one.len(), 3);
-    for (a, b) in one.iter().zip(&two) {
-        assert_eq!(a.ids, b.ids);
-        assert_eq!(a.indices, b.indices);
-        assert!(a.frames == b.frames, "batch {} differs", a.index);
+    for setup in setups(&fx) {
+        let one = collect(&mut setup.open(train_options(1)));
+        let two = collect(&mut setup.open(train_options(2)));
+        assert!(!one.is_empty(), "{}", setup.name);
+        for (a, b) in one.iter().zip(&two) {
+            assert_eq!(a.ids, b.ids);
+            assert_eq!((&a.indices, &a.targets), (&b.indices, &b.targets));
+            assert!(
+                a.frames == b.frames,
+                "{}: batch {} differs",
+                setup.name,
+                a.index
+            );
+        }
+        // Another epoch shuffles and draws differently; the same epoch again
+        // gives the same batches.
+        let mut loader = setup.open(train_options(2));
+        let e0 = collect(&mut loader);
+        assert_eq!(
+            loader.epoch(),
+            1,
+            "a completed pass moves to the next epoch"
+        );
+        let e1 = collect(&mut loader);
+        assert_ne!(
+            e0.iter().map(|b| b.ids.clone()).collect::<Vec<_>>(),
+            e1.iter().map(|b| b.ids.clone()).collect::<Vec<_>>(),
+            "{}",
+            setup.name
+        );
+        loader.set_epoch(0);
+        let again = collect(&mut loader);
+        assert!(e0.iter().zip(&again).all(|(a, b)| a.frames == b.frames));
+        if setup.name != "one directory" {
+            continue;
+        }
+        assert_eq!(one.len(), 3);
+        // Flips happen: some clip differs from its mirror-free twin.
+        let no_flip = LoaderOptions {
+            spatial: Spatial {
+                flip: false,
+                ..train_options(2).spatial
+            },
+            ..train_options(2)
+        };
+        let plain = collect(&mut setup.open(no_flip));
+        assert!(one.iter().zip(&plain).any(|(a, b)| a.frames != b.frames));
     }
-    // Another epoch shuffles and draws differently; the same epoch again
-    // gives the same batches.
-    let mut loader = Loader::open(&fx.dir, train_options(2)).expect("open");
-    let e0 = collect(&mut loader);
-    assert_eq!(
-        loader.epoch(),
-        1,
-        "a completed pass moves to the next epoch"
-    );
-    let e1 = collect(&mut loader);
-    assert_ne!(
-        e0.iter().map(|b| b.ids.clone()).collect::<Vec<_>>(),
-        e1.iter().map(|b| b.ids.clone()).collect::<Vec<_>>()
-    );
-    loader.set_epoch(0);
-    let again = collect(&mut loader);
-    assert!(e0.iter().zip(&again).all(|(a, b)| a.frames == b.frames));
-    // Flips happen: some clip differs from its mirror-free twin.
-    let no_flip = LoaderOptions {
-        spatial: Spatial {
-            flip: false,
-            ..train_options(2).spatial
-        },
-        ..train_options(2)
-    };
-    let plain = collect(&mut Loader::open(&fx.dir, no_flip).expect("open"));
-    assert!(one.iter().zip(&plain).any(|(a, b)| a.frames != b.frames));
 }
 
 #[test]
@@ -285,49 +424,89 @@ fn resume_after_k_batches_yields_exactly_the_rest() {
         batch_size: 2,
         ..train_options(2)
     };
-    let mut full = Loader::open(&fx.dir, options.clone()).expect("open");
-    full.set_epoch(3);
-    let all = collect(&mut full);
-    assert_eq!(all.len(), 5);
-    for k in 0..all.len() {
-        let mut first = Loader::open(&fx.dir, options.clone()).expect("open");
-        first.set_epoch(3);
-        let taken: Vec<_> = first.iter().take(k).collect();
-        assert_eq!(taken.len(), k);
-        let state = first.state();
-        assert_eq!((state.epoch, state.batch), (3, k));
-        let mut resumed = Loader::open(&fx.dir, options.clone()).expect("open");
-        resumed.load_state(&state).expect("same loader");
-        resumed.set_epoch(3); // a training loop's set_epoch keeps the place
-        let rest = collect(&mut resumed);
-        assert_eq!(rest.len(), all.len() - k);
-        for (a, b) in rest.iter().zip(&all[k..]) {
-            assert_eq!((a.index, &a.ids), (b.index, &b.ids));
-            assert!(a.frames == b.frames);
+    for setup in setups(&fx) {
+        let mut full = setup.open(options.clone());
+        full.set_epoch(3);
+        let all = collect(&mut full);
+        assert_eq!(
+            all.len(),
+            full.epoch_samples().div_ceil(2),
+            "{}",
+            setup.name
+        );
+        for k in 0..all.len() {
+            let mut first = setup.open(options.clone());
+            first.set_epoch(3);
+            let taken: Vec<_> = first.iter().take(k).collect();
+            assert_eq!(taken.len(), k);
+            let state = first.state();
+            assert_eq!((state.epoch, state.batch), (3, k));
+            let mut resumed = setup.open(options.clone());
+            resumed.load_state(&state).expect("same loader");
+            resumed.set_epoch(3); // a training loop's set_epoch keeps the place
+            let rest = collect(&mut resumed);
+            assert_eq!(rest.len(), all.len() - k);
+            for (a, b) in rest.iter().zip(&all[k..]) {
+                assert_eq!((a.index, &a.ids, &a.targets), (b.index, &b.ids, &b.targets));
+                assert!(a.frames == b.frames);
+            }
         }
+        let other = LoaderOptions {
+            order: Order {
+                seed: 7,
+                ..options.order
+            },
+            ..options.clone()
+        };
+        let err = setup
+            .open(other)
+            .load_state(&full.state())
+            .expect_err("another seed");
+        assert!(err.to_string().contains("seed is 42"), "{err}");
+        let other = LoaderOptions {
+            frames: 3,
+            ..options.clone()
+        };
+        let err = setup
+            .open(other)
+            .load_state(&full.state())
+            .expect_err("other options");
+        assert!(err.to_string().contains("options"), "{err}");
     }
-    let other = LoaderOptions {
-        order: Order {
-            seed: 7,
-            ..options.order
-        },
-        ..options.clone()
+    // A state is refused by a loader of other sources, ids, weights or
+    // targets, naming which.
+    let base = setups(&fx).remove(2);
+    let state = base.open(options.clone()).state();
+    let refused = |sources: Vec<Source>, tweak: fn(LoaderOptions) -> LoaderOptions| {
+        Loader::from_sources(&sources, tweak((base.options)(options.clone())))
+            .expect("open")
+            .load_state(&state)
+            .expect_err("a state of another loader is refused")
+            .to_string()
     };
-    let mut wrong = Loader::open(&fx.dir, other).expect("open");
-    let err = wrong.load_state(&full.state()).expect_err("another seed");
-    assert!(err.to_string().contains("seed is 42"), "{err}");
-    let other = LoaderOptions {
-        frames: 3,
-        ..options
-    };
-    let mut wrong = Loader::open(&fx.dir, other).expect("open");
-    let err = wrong.load_state(&full.state()).expect_err("other options");
-    assert!(err.to_string().contains("options"), "{err}");
+    let mut ids = base.sources.clone();
+    ids[0].ids = Some(vec!["item-1".into(), "item-2".into(), "item-5".into()]);
+    let mut choose = base.sources.clone();
+    choose[1].amount = Amount::Choose(6);
+    let mut weights = base.sources.clone();
+    weights[1].weights = Some(Arc::new(|_, _| Ok(1.0)));
+    for (what, sources, tweak) in [
+        ("subset", ids, (|o| o) as fn(LoaderOptions) -> LoaderOptions),
+        ("sources", choose, |o| o),
+        ("weights", weights, |o| o),
+        ("targets", base.sources.clone(), |o| LoaderOptions {
+            target: Target::Keys(vec!["noun_class".into(), "verb_class".into()]),
+            ..o
+        }),
+    ] {
+        let err = refused(sources, tweak);
+        assert!(err.contains(&format!("state's {what} is")), "{what}: {err}");
+    }
 }
 
 /// Every clip a loader yields, by global position: (id, frame indices,
 /// pixels).
-type Served = std::collections::BTreeMap<usize, Vec<(String, Vec<usize>, Vec<u8>)>>;
+type Served = BTreeMap<usize, Vec<(String, Vec<usize>, Vec<u8>)>>;
 
 fn serve(batches: &[gulp_loader::Batch], served: &mut Served) {
     for b in batches {
@@ -343,10 +522,9 @@ fn serve(batches: &[gulp_loader::Batch], served: &mut Served) {
     }
 }
 
-#[test]
-fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
-    let fx = fixture();
-    let options = |rank: usize, world_size: usize, drop_last: bool| LoaderOptions {
+/// Training options of one clip per batch, on `rank` of `world_size`.
+fn one_per_batch(rank: usize, world_size: usize, drop_last: bool) -> LoaderOptions {
+    LoaderOptions {
         batch_size: 1,
         order: Order {
             rank,
@@ -355,71 +533,81 @@ fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
             ..train_options(1).order
         },
         ..train_options(1)
-    };
-    for drop_last in [false, true] {
-        // The reference: the whole epoch on one rank, position by position.
-        let mut reference = Served::new();
-        let mut one = Loader::open(&fx.dir, options(0, 1, drop_last)).expect("open");
-        serve(&collect(&mut one), &mut reference);
-        assert_eq!(reference.len(), 10);
-        for resume_on in [2usize, 3, 4] {
-            // 4 ranks yield one batch each (a synchronous step), then save.
-            let mut served = Served::new();
-            let mut states = Vec::new();
-            for rank in 0..4 {
-                let mut loader = Loader::open(&fx.dir, options(rank, 4, drop_last)).expect("open");
-                let first: Vec<_> = loader
-                    .iter()
-                    .take(1)
-                    .collect::<Result<_, _>>()
-                    .expect("batch");
-                serve(&first, &mut served);
-                states.push(loader.state());
-            }
-            assert!(states.iter().all(|s| s.position == Some(4)), "{states:?}");
-            // The job restarts on another number of ranks, each from the
-            // state of some old rank (here rank 0's, and rank 3's).
-            for rank in 0..resume_on {
-                let mut loader =
-                    Loader::open(&fx.dir, options(rank, resume_on, drop_last)).expect("open");
-                loader
-                    .load_state(&states[(rank * 3) % 4])
-                    .expect("elastic resume");
-                serve(&collect(&mut loader), &mut served);
-                assert_eq!(loader.epoch(), 1, "the resumed epoch ends");
-            }
-            // Every position of the order served once, with the clip the
-            // one-rank epoch has there; only padding repeats (positions past
-            // the end) may be added.
-            for (position, clips) in &served {
-                if *position < 10 {
-                    assert_eq!(
-                        clips.len(),
-                        1,
-                        "position {position} served {} times",
-                        clips.len()
-                    );
-                    assert!(
-                        clips[0] == reference[position][0],
-                        "position {position}: another clip than on one rank"
-                    );
-                } else {
-                    assert!(!drop_last, "padding with drop_last");
+    }
+}
+
+#[test]
+fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
+    let fx = fixture();
+    for setup in setups(&fx) {
+        for drop_last in [false, true] {
+            // The reference: the whole epoch on one rank, position by position.
+            let mut reference = Served::new();
+            let mut one = setup.open(one_per_batch(0, 1, drop_last));
+            serve(&collect(&mut one), &mut reference);
+            let n = one.epoch_samples();
+            assert_eq!(reference.len(), n, "{}", setup.name);
+            for resume_on in [2usize, 3, 4] {
+                // 4 ranks yield one batch each (a synchronous step), then save.
+                let mut served = Served::new();
+                let mut states = Vec::new();
+                for rank in 0..4 {
+                    let mut loader = setup.open(one_per_batch(rank, 4, drop_last));
+                    let first: Vec<_> = loader
+                        .iter()
+                        .take(1)
+                        .collect::<Result<_, _>>()
+                        .expect("batch");
+                    serve(&first, &mut served);
+                    states.push(loader.state());
                 }
+                assert!(states.iter().all(|s| s.position == Some(4)), "{states:?}");
+                // The job restarts on another number of ranks, each from the
+                // state of some old rank (here rank 0's, and rank 3's).
+                for rank in 0..resume_on {
+                    let mut loader = setup.open(one_per_batch(rank, resume_on, drop_last));
+                    loader
+                        .load_state(&states[(rank * 3) % 4])
+                        .expect("elastic resume");
+                    serve(&collect(&mut loader), &mut served);
+                    assert_eq!(loader.epoch(), 1, "the resumed epoch ends");
+                }
+                // Every position of the order served once, with the clip the
+                // one-rank epoch has there; only padding repeats (positions
+                // past the end) may be added.
+                for (position, clips) in &served {
+                    if *position < n {
+                        assert_eq!(
+                            clips.len(),
+                            1,
+                            "{}: position {position} served {} times",
+                            setup.name,
+                            clips.len()
+                        );
+                        assert!(
+                            clips[0] == reference[position][0],
+                            "{}: position {position}: another clip than on one rank",
+                            setup.name
+                        );
+                    } else {
+                        assert!(!drop_last, "padding with drop_last");
+                    }
+                }
+                // drop_last cuts what remains to a multiple of the new world
+                // size (n - 4 positions remain after 4).
+                let covered = served.keys().filter(|p| **p < n).count();
+                let expected = if drop_last {
+                    4 + (n - 4) / resume_on * resume_on
+                } else {
+                    n
+                };
+                assert_eq!(
+                    covered, expected,
+                    "{}: resumed on {resume_on}, drop_last {drop_last}",
+                    setup.name
+                );
+                assert!(served.keys().filter(|p| **p < n).all(|p| *p < expected));
             }
-            // drop_last cuts what remains to a multiple of the new world
-            // size (6 positions remain after 4).
-            let covered = served.keys().filter(|p| **p < 10).count();
-            let expected = if drop_last {
-                4 + 6 / resume_on * resume_on
-            } else {
-                10
-            };
-            assert_eq!(
-                covered, expected,
-                "resumed on {resume_on}, drop_last {drop_last}"
-            );
-            assert!(served.keys().filter(|p| **p < 10).all(|p| *p < expected));
         }
     }
 }
@@ -450,40 +638,44 @@ fn a_state_inside_an_items_clips_resumes_on_its_own_rank_only() {
 #[test]
 fn ranks_cover_the_epoch_like_distributed_sampler() {
     let fx = fixture();
-    for drop_last in [false, true] {
-        let mut ids = Vec::new();
-        let mut lens = Vec::new();
-        for rank in 0..3 {
-            let options = LoaderOptions {
-                batch_size: 1,
-                order: Order {
-                    rank,
-                    world_size: 3,
-                    drop_last,
-                    ..train_options(1).order
-                },
-                ..train_options(1)
-            };
-            let mut loader = Loader::open(&fx.dir, options).expect("open");
-            let batches = collect(&mut loader);
-            lens.push(batches.len());
-            ids.extend(batches.into_iter().flat_map(|b| b.ids));
+    for setup in setups(&fx) {
+        for drop_last in [false, true] {
+            let mut positions = Vec::new();
+            let mut lens = Vec::new();
+            let mut n = 0;
+            for rank in 0..3 {
+                let mut loader = setup.open(one_per_batch(rank, 3, drop_last));
+                n = loader.epoch_samples();
+                let batches = collect(&mut loader);
+                lens.push(batches.len());
+                positions.extend(batches.into_iter().flat_map(|b| b.positions));
+            }
+            positions.sort_unstable();
+            if drop_last {
+                // n samples over 3 ranks: n / 3 each, the tail left out.
+                assert_eq!(lens, [n / 3; 3], "{}", setup.name);
+                assert_eq!(positions, (0..n / 3 * 3).collect::<Vec<_>>());
+            } else {
+                // Padded to a multiple of 3 by repeating the order's start.
+                assert_eq!(lens, [n.div_ceil(3); 3], "{}", setup.name);
+                assert_eq!(positions, (0..n.div_ceil(3) * 3).collect::<Vec<_>>());
+            }
         }
-        if drop_last {
-            // 10 items over 3 ranks: 3 each, one item left out, no repeats.
-            assert_eq!(lens, [3, 3, 3]);
-            let mut unique = ids.clone();
-            unique.sort();
-            unique.dedup();
-            assert_eq!(unique.len(), 9);
-        } else {
-            // Padded to 12 by repeating the first two of the order.
-            assert_eq!(lens, [4, 4, 4]);
-            let mut unique = ids.clone();
-            unique.sort();
-            unique.dedup();
-            assert_eq!(unique.len(), 10);
-        }
+    }
+    // One directory: 10 items over 3 ranks, as DistributedSampler splits
+    // them (padded with the first two, or 9 without a repeat).
+    for (drop_last, unique) in [(false, 10), (true, 9)] {
+        let mut ids: Vec<String> = (0..3)
+            .flat_map(|rank| {
+                let options = one_per_batch(rank, 3, drop_last);
+                collect(&mut Loader::open(&fx.dir, options).expect("open"))
+                    .into_iter()
+                    .flat_map(|b| b.ids)
+            })
+            .collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), unique);
     }
 }
 
@@ -635,4 +827,542 @@ fn stored_size_batches_need_equal_frames() {
     let mut loader = Loader::open(&fx.dir, whole).expect("open");
     let batch = loader.iter().next().expect("batch").expect("decoded");
     assert_eq!(batch.shape, [3, 4, 120, 160, 3]);
+}
+
+/// Small, quick clips: one 32x32 centre frame per sample, in the order of
+/// the epoch's composition.
+fn quick_options() -> LoaderOptions {
+    LoaderOptions {
+        order: Order {
+            shuffle: false,
+            ..Order::default()
+        },
+        frames: 1,
+        spatial: Spatial {
+            resize: Some(40),
+            size: Some((32, 32)),
+            crop: CropMode::Center,
+            flip: false,
+        },
+        batch_size: 4,
+        train: false,
+        threads: 2,
+        ..LoaderOptions::default()
+    }
+}
+
+/// Why a loader of `sources` with `options` cannot be made.
+fn open_err(sources: &[Source], options: LoaderOptions) -> String {
+    Loader::from_sources(sources, options)
+        .expect_err("the loader is refused")
+        .to_string()
+}
+
+/// (id, source) of every clip of the current epoch, in order.
+fn served_ids(loader: &mut Loader) -> Vec<(String, usize)> {
+    collect(loader)
+        .into_iter()
+        .flat_map(|b| b.ids.into_iter().zip(b.sources))
+        .collect()
+}
+
+fn counts<T: Ord + Clone>(values: impl IntoIterator<Item = T>) -> BTreeMap<T, usize> {
+    let mut out = BTreeMap::new();
+    for v in values {
+        *out.entry(v).or_insert(0) += 1;
+    }
+    out
+}
+
+#[test]
+fn an_epochs_composition_follows_the_sources_exactly() {
+    let fx = fixture();
+    let mix = |a: Amount, b: Amount| {
+        vec![
+            Source::new(&fx.dir).amount(a),
+            Source::new(&fx.other).amount(b),
+        ]
+    };
+    // Weights: shares of an epoch of 20 samples, exactly, for every seed
+    // and epoch.
+    for seed in 0..3 {
+        let options = LoaderOptions {
+            samples_per_epoch: Some(20),
+            order: Order {
+                seed,
+                ..Order::default()
+            },
+            ..quick_options()
+        };
+        let sources = mix(Amount::Weight(0.75), Amount::Weight(0.25));
+        let mut loader = Loader::from_sources(&sources, options).expect("open");
+        assert_eq!(loader.epoch_samples(), 20);
+        for epoch in 0..3 {
+            loader.set_epoch(epoch);
+            let served = served_ids(&mut loader);
+            let per_source = counts(served.iter().map(|(_, s)| *s));
+            assert_eq!(per_source, BTreeMap::from([(0, 15), (1, 5)]), "seed {seed}");
+            // batch.sources names the directory each clip came from.
+            assert!(
+                served
+                    .iter()
+                    .all(|(id, s)| id.starts_with(["item-", "other-"][*s]))
+            );
+        }
+    }
+    // Repeat and choose: every item of the first twice, 4 distinct of the
+    // second, another 4 each epoch.
+    let sources = mix(Amount::Repeat(2.0), Amount::Choose(4));
+    let mut loader = Loader::from_sources(&sources, quick_options()).expect("open");
+    let mut chosen = Vec::new();
+    for epoch in 0..4 {
+        loader.set_epoch(epoch);
+        let per_id = counts(served_ids(&mut loader).into_iter().map(|(id, _)| id));
+        let (first, second): (Vec<_>, Vec<_>) =
+            per_id.iter().partition(|(id, _)| id.starts_with("item-"));
+        assert_eq!(first.len(), 10);
+        assert!(first.iter().all(|(_, n)| **n == 2));
+        assert_eq!(
+            (second.len(), second.iter().all(|(_, n)| **n == 1)),
+            (4, true)
+        );
+        chosen.push(
+            second
+                .into_iter()
+                .map(|(id, _)| id.clone())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert!(chosen.windows(2).any(|w| w[0] != w[1]), "{chosen:?}");
+    // Every sample of both, once.
+    let mut loader =
+        Loader::from_sources(&mix(Amount::All, Amount::All), quick_options()).expect("open");
+    assert_eq!(served_ids(&mut loader).len(), 16);
+}
+
+#[test]
+fn each_source_numbers_its_labels_or_all_share_one_index() {
+    let fx = fixture();
+    let sources = [Source::new(&fx.dir), Source::new(&fx.other)];
+    let labels_of = |shared_labels: bool| -> HashMap<String, i64> {
+        let options = LoaderOptions {
+            shared_labels,
+            ..quick_options()
+        };
+        let mut loader = Loader::from_sources(&sources, options).expect("open");
+        collect(&mut loader)
+            .into_iter()
+            .flat_map(|b| b.ids.into_iter().zip(b.labels))
+            .collect()
+    };
+    // Own: "bars" is 1 in the first directory, 0 in the second.
+    let own = labels_of(false);
+    assert_eq!((own["item-0"], own["item-1"]), (1, 0));
+    assert_eq!((own["other-1"], own["other-0"]), (0, 1));
+    // Shared: the first's numbering, then "rings" after it.
+    let shared = labels_of(true);
+    assert_eq!((shared["item-0"], shared["item-1"]), (1, 0));
+    assert_eq!((shared["other-1"], shared["other-0"]), (1, 2));
+}
+
+#[test]
+fn ids_and_where_keep_exactly_the_chosen_items() {
+    let fx = fixture();
+    let only = |source: Source| {
+        let mut loader = Loader::from_sources(&[source], quick_options()).expect("open");
+        let ids: Vec<String> = served_ids(&mut loader)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        (ids, loader.items())
+    };
+    let list = fx.dir.parent().expect("tmp").join("ids.txt");
+    std::fs::write(
+        &list,
+        "# the validation split\nitem-7\n\n  item-2\nitem-4\n",
+    )
+    .expect("list");
+    let ids = gulp_loader::read_ids(&list).expect("read");
+    assert_eq!(ids, ["item-7", "item-2", "item-4"]);
+    let (served, items) = only(Source {
+        ids: Some(ids),
+        ..Source::new(&fx.dir)
+    });
+    // In the directory's order, whatever the list's.
+    assert_eq!(
+        (served, items),
+        (vec!["item-2".into(), "item-4".into(), "item-7".into()], 3)
+    );
+    let (served, _) = only(
+        Source::new(&fx.dir)
+            .filter(|_, meta| Ok(meta.get("label").and_then(Value::as_str) == Some("bars"))),
+    );
+    let bars: Vec<String> = fx
+        .items
+        .iter()
+        .filter(|(_, label, _)| label == "bars")
+        .map(|(id, _, _)| id.clone())
+        .collect();
+    assert_eq!(served, bars);
+    // Both: the listed ids the filter keeps.
+    let (served, _) = only(Source {
+        ids: Some(vec!["item-1".into(), "item-2".into()]),
+        ..Source::new(&fx.dir).filter(|id, _| Ok(id.ends_with('2')))
+    });
+    assert_eq!(served, ["item-2"]);
+    let unknown = Source {
+        ids: Some(vec!["item-2".into(), "item-99".into()]),
+        ..Source::new(&fx.dir)
+    };
+    let msg = open_err(&[unknown], quick_options());
+    assert!(
+        msg.contains("\"item-99\"") && msg.contains(&fx.dir.display().to_string()),
+        "{msg}"
+    );
+    let failing = Source::new(&fx.dir).filter(|id, _| match id {
+        "item-5" => Err("no".into()),
+        _ => Ok(true),
+    });
+    let msg = open_err(&[failing], quick_options());
+    assert!(msg.contains("\"item-5\"") && msg.contains("where"), "{msg}");
+}
+
+#[test]
+fn balanced_sampling_counts_each_class_equally() {
+    let fx = fixture();
+    // "group": 7 items of class 0, 3 of class 1.
+    let group: HashMap<String, i64> = fx
+        .metas
+        .iter()
+        .map(|(id, m)| {
+            (
+                id.clone(),
+                m.get("group").and_then(Value::as_i64).expect("group"),
+            )
+        })
+        .collect();
+    for (samples_per_epoch, per_class) in [(None, [5, 5]), (Some(11), [5, 6]), (Some(31), [15, 16])]
+    {
+        let options = LoaderOptions {
+            sampler: Sampler::Balanced,
+            target: Target::Key("group".into()),
+            samples_per_epoch,
+            ..quick_options()
+        };
+        let mut loader = Loader::open(&fx.dir, options).expect("open");
+        for epoch in 0..4 {
+            loader.set_epoch(epoch);
+            let batches = collect(&mut loader);
+            let classes = counts(batches.iter().flat_map(|b| b.labels.iter().copied()));
+            let mut got: Vec<usize> = classes.values().copied().collect();
+            got.sort_unstable();
+            assert_eq!(got, per_class, "{samples_per_epoch:?}, epoch {epoch}");
+            // Labels are the class of the item served.
+            for b in &batches {
+                for (id, label) in b.ids.iter().zip(&b.labels) {
+                    assert_eq!(group[id], *label);
+                }
+            }
+        }
+    }
+    // A target of several keys has no one class to balance.
+    let several = LoaderOptions {
+        sampler: Sampler::Balanced,
+        target: Target::Keys(vec!["group".into(), "verb_class".into()]),
+        ..quick_options()
+    };
+    let err = open_err(&[Source::new(&fx.dir)], several);
+    assert!(err.contains("one class per sample"), "{err}");
+}
+
+#[test]
+fn weighted_sampling_follows_each_items_weight() {
+    let fx = fixture();
+    // Item k weighs k: an epoch of 45 = 0 + 1 + ... + 9 samples holds item
+    // k exactly k times.
+    let weigh = |id: &str, _: &Value| {
+        id.trim_start_matches("item-")
+            .parse::<f64>()
+            .map_err(|e| e.to_string())
+    };
+    let source = Source {
+        weights: Some(Arc::new(weigh)),
+        ..Source::new(&fx.dir)
+    };
+    let options = LoaderOptions {
+        samples_per_epoch: Some(45),
+        ..quick_options()
+    };
+    let mut loader =
+        Loader::from_sources(std::slice::from_ref(&source), options.clone()).expect("open");
+    for epoch in 0..2 {
+        loader.set_epoch(epoch);
+        let per_id = counts(served_ids(&mut loader).into_iter().map(|(id, _)| id));
+        for k in 1..10 {
+            assert_eq!(per_id[&format!("item-{k}")], k, "epoch {epoch}");
+        }
+        assert!(!per_id.contains_key("item-0"));
+    }
+    let bad = Source {
+        weights: Some(Arc::new(|id, _| {
+            Ok(if id == "item-3" { -1.0 } else { 1.0 })
+        })),
+        ..Source::new(&fx.dir)
+    };
+    let err = open_err(&[bad], options.clone());
+    assert!(
+        err.contains("\"item-3\"") && err.contains("weights"),
+        "{err}"
+    );
+    let balanced = LoaderOptions {
+        sampler: Sampler::Balanced,
+        ..options
+    };
+    let err = open_err(&[source], balanced);
+    assert!(err.contains("exclude"), "{err}");
+}
+
+/// The expected target of item `id` as the meta gives it.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn expected_targets(fx: &Fixture, id: &str, target: &Target) -> TargetValues {
+    let m = &fx.metas[id];
+    let int = |k: &str| m.get(k).and_then(Value::as_i64).expect("int");
+    match target {
+        Target::Key(k) => TargetValues::Int64(vec![int(k)]),
+        Target::Keys(keys) => TargetValues::Int64(keys.iter().map(|k| int(k)).collect()),
+        Target::Float(k) => TargetValues::Float32(vec![
+            m.get(k).and_then(Value::as_f64).expect("number") as f32,
+        ]),
+        Target::MultiHot { key, classes } => {
+            let mut hot = vec![0f32; *classes];
+            for c in m.get(key).and_then(Value::as_array).expect("list") {
+                hot[c.as_i64().expect("class") as usize] = 1.0;
+            }
+            TargetValues::Float32(hot)
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+#[allow(clippy::cast_possible_truncation)]
+fn every_target_form_matches_the_meta() {
+    let fx = fixture();
+    let computed: gulp_loader::TargetFn = Arc::new(|_, meta, _| {
+        let n = meta
+            .get("duration")
+            .and_then(Value::as_f64)
+            .ok_or("no duration")?;
+        Ok(Some(Targets {
+            shape: vec![2],
+            values: TargetValues::Int64(vec![(n * 10.0).round() as i64, 1]),
+        }))
+    });
+    let forms = [
+        (Target::Key("verb_class".into()), vec![]),
+        (
+            Target::Keys(vec!["verb_class".into(), "noun_class".into()]),
+            vec![2],
+        ),
+        (Target::Float("score".into()), vec![]),
+        (
+            Target::MultiHot {
+                key: "tags".into(),
+                classes: 4,
+            },
+            vec![4],
+        ),
+        (Target::Computed(computed), vec![2]),
+    ];
+    for (target, shape) in forms {
+        let options = LoaderOptions {
+            target: target.clone(),
+            on_missing: OnMissing::Skip,
+            ..quick_options()
+        };
+        let mut loader = Loader::open(&fx.dir, options).expect("open");
+        // Only "score" is missing, from item-4.
+        let float = matches!(target, Target::Float(_));
+        assert_eq!(loader.missing(), usize::from(float), "{target:?}");
+        let mut seen = 0;
+        for b in collect(&mut loader) {
+            let mut full = vec![b.ids.len()];
+            full.extend(&shape);
+            assert_eq!(b.targets.shape, full, "{target:?}");
+            let width: usize = shape.iter().product();
+            for (k, id) in b.ids.iter().enumerate() {
+                let want = match &target {
+                    Target::Computed(_) => {
+                        let n = fx
+                            .items
+                            .iter()
+                            .find(|(i, _, _)| i == id)
+                            .expect("item")
+                            .2
+                            .len();
+                        TargetValues::Int64(vec![n as i64, 1])
+                    }
+                    other => expected_targets(&fx, id, other),
+                };
+                let got = match &b.targets.values {
+                    TargetValues::Int64(v) => {
+                        TargetValues::Int64(v[k * width..(k + 1) * width].to_vec())
+                    }
+                    TargetValues::Float32(v) => {
+                        TargetValues::Float32(v[k * width..(k + 1) * width].to_vec())
+                    }
+                };
+                assert_eq!(got, want, "{target:?} {id}");
+                seen += 1;
+            }
+            // batch.labels: the classes of a one-key target, else nothing.
+            match (&target, &b.targets.values) {
+                (Target::Key(_), TargetValues::Int64(v)) => assert_eq!(&b.labels, v),
+                _ => assert!(b.labels.is_empty()),
+            }
+        }
+        assert_eq!(seen, 10 - usize::from(float));
+    }
+    // By default, a missing value is an error naming the directory, the
+    // item and the key.
+    let target_err = |target| {
+        let options = LoaderOptions {
+            target,
+            ..quick_options()
+        };
+        open_err(&[Source::new(&fx.dir)], options)
+    };
+    let msg = target_err(Target::Float("score".into()));
+    assert!(
+        msg.contains("\"item-4\"")
+            && msg.contains("score")
+            && msg.contains(&fx.dir.display().to_string()),
+        "{msg}"
+    );
+    let msg = target_err(Target::Key("tags".into()));
+    assert!(msg.contains("not a class"), "{msg}");
+    let msg = target_err(Target::MultiHot {
+        key: "tags".into(),
+        classes: 3,
+    });
+    assert!(msg.contains("0..3"), "{msg}");
+}
+
+#[test]
+fn segment_clips_fall_inside_their_segments() {
+    let fx = fixture();
+    // Eval: 2 clips per segment, placed inside it.
+    let options = LoaderOptions {
+        frames: 3,
+        sampling: Sampling::Window,
+        clips: 2,
+        segments: Some(Segments::new("segments")),
+        target: Target::Key("verb_class".into()),
+        batch_size: 8,
+        ..quick_options()
+    };
+    let mut loader = Loader::open(&fx.dir, options.clone()).expect("open");
+    assert_eq!(loader.epoch_samples(), 20); // 2 segments per item
+    let mut per_item: HashMap<String, Vec<[usize; 2]>> = HashMap::new();
+    let mut spans_of_frames = Vec::new();
+    for b in collect(&mut loader) {
+        for (k, id) in b.ids.iter().enumerate() {
+            let n = fx
+                .items
+                .iter()
+                .find(|(i, _, _)| i == id)
+                .expect("item")
+                .2
+                .len();
+            let [start, end] = b.segments[k];
+            let expected = [[0, n / 2], [n / 2, n]];
+            assert!(expected.contains(&[start, end]), "{id}: {start}..{end}");
+            let idx = &b.indices[k * 3..(k + 1) * 3];
+            assert!(
+                idx.iter().all(|&f| start <= f && f < end),
+                "{id}: {idx:?} in {start}..{end}"
+            );
+            // The window of clip v of 2, inside the segment.
+            let want: Vec<usize> = clip_indices(
+                Sampling::Window,
+                3,
+                1,
+                end - start,
+                gulp_loader::Placement::Fixed {
+                    index: b.views[k],
+                    count: 2,
+                },
+            )
+            .into_iter()
+            .map(|f| f + start)
+            .collect();
+            assert_eq!(idx, &want[..]);
+            // The segment's own key first, then the item's.
+            let verb = fx.metas[id]
+                .get("verb_class")
+                .and_then(Value::as_i64)
+                .expect("verb");
+            assert_eq!(b.labels[k], if start == 0 { 7 } else { verb });
+            per_item.entry(id.clone()).or_default().push([start, end]);
+            spans_of_frames.push((id.clone(), start, end));
+        }
+    }
+    assert_eq!(per_item.len(), 10);
+    assert!(per_item.values().all(|v| v.len() == 4)); // 2 segments x 2 clips
+    // The same segments in seconds (ActivityNet's form, 10 fps from the
+    // duration) give the same frames; the label is the segment's, else the
+    // item's.
+    let seconds = LoaderOptions {
+        segments: Some(Segments::activitynet()),
+        target: Target::Label,
+        ..options
+    };
+    let mut loader = Loader::open(&fx.dir, seconds).expect("open");
+    let mut spans_of_seconds = Vec::new();
+    for b in collect(&mut loader) {
+        for (k, id) in b.ids.iter().enumerate() {
+            let [start, end] = b.segments[k];
+            spans_of_seconds.push((id.clone(), start, end));
+            let label = &fx.items.iter().find(|(i, _, _)| i == id).expect("item").1;
+            let own = if start == 0 {
+                "fractal"
+            } else {
+                label.as_str()
+            };
+            assert_eq!(b.labels[k], i64::from(own == "bars"), "{id}");
+        }
+    }
+    assert_eq!(spans_of_frames, spans_of_seconds);
+    // Training: random clips, still inside their segments.
+    let train = LoaderOptions {
+        frames: 4,
+        sampling: Sampling::Segments,
+        segments: Some(Segments::new("segments")),
+        ..train_options(2)
+    };
+    let mut loader = Loader::open(&fx.dir, train).expect("open");
+    for b in collect(&mut loader) {
+        for k in 0..b.ids.len() {
+            let [start, end] = b.segments[k];
+            assert!(
+                b.indices[k * 4..(k + 1) * 4]
+                    .iter()
+                    .all(|&f| start <= f && f < end)
+            );
+        }
+    }
+    // An item without the list: an error naming it and the key, or left
+    // out and counted.
+    let options = LoaderOptions {
+        segments: Some(Segments::new("chapters")),
+        ..quick_options()
+    };
+    let err = open_err(&[Source::new(&fx.dir)], options.clone());
+    assert!(err.contains("chapters") && err.contains("item-0"), "{err}");
+    let skip = LoaderOptions {
+        on_missing: OnMissing::Skip,
+        ..options
+    };
+    let loader = Loader::open(&fx.dir, skip).expect("open");
+    assert_eq!((loader.missing(), loader.epoch_samples()), (10, 0));
 }

@@ -5,17 +5,22 @@
 //! buffer they were decoded into (no copy), so `torch.from_dlpack` or
 //! `torch.from_numpy` take them as they are.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
+use gulp_format::Value;
 use gulp_loader::{
-    Batch, Batches, CropMode, Labels, Loader as RustLoader, LoaderOptions, OnError, Order,
-    Sampling, Spatial, State,
+    Amount, Batch, Batches, Bounds, CropMode, ItemFn, Labels, Loader as RustLoader, LoaderOptions,
+    OnError, OnMissing, Order, Sampler, Sampling, Segments, Source, Spatial, State, Target,
+    TargetFn, TargetValues, Targets, Unit,
 };
-use ndarray::{Array1, Array2, Array5};
+use ndarray::{Array1, Array2, Array5, ArrayD, IxDyn};
 use numpy::PyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use crate::convert::to_py;
 use crate::directory::decode_options;
 use crate::errors::{Class, io_err};
 
@@ -39,16 +44,171 @@ pub(crate) struct Loader {
     inner: Mutex<RustLoader>,
 }
 
+/// The value named `name` among `choices`, else an `InvalidInputError`
+/// listing them.
+fn choice<T: Copy>(what: &str, name: &str, choices: &[(&str, T)]) -> PyResult<T> {
+    choices
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("'{n}'")).collect();
+            Class::Invalid.err(format!(
+                "{what} must be one of {}, not {name:?}",
+                names.join(", ")
+            ))
+        })
+}
+
+/// A `gulp.Source` as the native side reads it (its attributes).
+#[derive(FromPyObject)]
+struct PySource {
+    path: PathBuf,
+    weight: Option<f64>,
+    repeat: Option<f64>,
+    choose: Option<usize>,
+    ids: Option<Vec<String>>,
+    #[pyo3(attribute("where"))]
+    filter: Option<Py<PyAny>>,
+    weights: Option<Py<PyAny>>,
+    labels: Option<Vec<(String, i64)>>,
+}
+
+/// A `gulp.Segments` as the native side reads it.
+#[derive(FromPyObject)]
+struct PySegments {
+    key: String,
+    start: String,
+    end: String,
+    pair: Option<String>,
+    unit: String,
+    fps: Option<f64>,
+}
+
+/// A Python function of an item's meta, called once per item (the GIL
+/// taken back from the loader's construction, which runs without it).
+fn meta_fn<T: 'static>(
+    f: Py<PyAny>,
+    what: &'static str,
+    convert: fn(&Bound<'_, PyAny>) -> PyResult<T>,
+) -> ItemFn<T> {
+    Arc::new(move |_id: &str, meta: &Value| {
+        Python::attach(|py| {
+            let result = f.bind(py).call1((to_py(py, meta)?,))?;
+            convert(&result)
+        })
+        .map_err(|e| format!("{what} raised {e}"))
+    })
+}
+
+/// The item weights of a `Source`: a dict id → weight, or a function of
+/// the meta.
+fn weights_fn(weights: Py<PyAny>) -> PyResult<ItemFn<f64>> {
+    let by_id = Python::attach(|py| {
+        let w = weights.bind(py);
+        if w.is_instance_of::<PyDict>() {
+            w.extract::<HashMap<String, f64>>().map(Some)
+        } else {
+            Ok(None)
+        }
+    })?;
+    Ok(match by_id {
+        Some(map) => Arc::new(move |id: &str, _: &Value| {
+            map.get(id)
+                .copied()
+                .ok_or_else(|| "no weight for this id in the weights given".to_owned())
+        }),
+        None => meta_fn(weights, "weights", |r| r.extract::<f64>()),
+    })
+}
+
+/// A target computed by a Python function of the meta (for a segment, the
+/// item's meta updated with the segment's keys): `None` when missing, else
+/// a number or an array, `int64` when its dtype is an integer or bool,
+/// `float32` when it is a float.
+fn computed_target(f: Py<PyAny>) -> TargetFn {
+    Arc::new(move |_id: &str, meta: &Value, segment: Option<&Value>| {
+        Python::attach(|py| -> PyResult<Option<Targets>> {
+            let arg = to_py(py, meta)?;
+            if let Some(segment) = segment {
+                let merged = PyDict::new(py);
+                if let Ok(dict) = arg.cast::<PyDict>() {
+                    merged.update(dict.as_mapping())?;
+                }
+                merged.update(to_py(py, segment)?.cast::<PyDict>()?.as_mapping())?;
+                return convert_target(&f.bind(py).call1((merged,))?);
+            }
+            convert_target(&f.bind(py).call1((arg,))?)
+        })
+        .map_err(|e| format!("the target function: {e}"))
+    })
+}
+
+fn convert_target(value: &Bound<'_, PyAny>) -> PyResult<Option<Targets>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    let np = value.py().import("numpy")?;
+    let array = np.call_method1("asarray", (value,))?;
+    let kind: String = array.getattr("dtype")?.getattr("kind")?.extract()?;
+    let shape: Vec<usize> = array.getattr("shape")?.extract()?;
+    let flat = |dtype: &str| -> PyResult<Bound<'_, PyAny>> {
+        array
+            .call_method1("astype", (dtype,))?
+            .call_method0("ravel")?
+            .call_method0("tolist")
+    };
+    let values = match kind.as_str() {
+        "b" | "i" | "u" => TargetValues::Int64(flat("int64")?.extract()?),
+        "f" => TargetValues::Float32(flat("float32")?.extract()?),
+        _ => {
+            return Err(Class::Invalid.err(format!(
+                "returned {} (dtype kind {kind:?}); a target is a number, an array of numbers or None",
+                value.repr()?
+            )));
+        }
+    };
+    Ok(Some(Targets { shape, values }))
+}
+
+impl PySource {
+    fn into_source(self) -> PyResult<Source> {
+        let amount = match (self.weight, self.repeat, self.choose) {
+            (None, None, None) => Amount::All,
+            (Some(w), None, None) => Amount::Weight(w),
+            (None, Some(r), None) => Amount::Repeat(r),
+            (None, None, Some(c)) => Amount::Choose(c),
+            _ => {
+                return Err(Class::Invalid.err(format!(
+                    "{}: give a source one of weight, repeat and choose",
+                    self.path.display()
+                )));
+            }
+        };
+        Ok(Source {
+            path: self.path,
+            amount,
+            ids: self.ids,
+            filter: self.filter.map(|f| meta_fn(f, "where", |r| r.is_truthy())),
+            weights: self.weights.map(weights_fn).transpose()?,
+            labels: self.labels,
+        })
+    }
+}
+
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (path, *, frames, sampling, step, clips, resize, size, crop, scale, ratio,
+    #[pyo3(signature = (sources, *, frames, sampling, step, clips, resize, size, crop, scale, ratio,
         flip, batch_size, shuffle, seed, drop_last, rank, world_size, train, threads, prefetch,
-        on_error, label_key, label_index, dct, codec, strict, local_world_size = 0))]
+        on_error, label_key, label_index, dct, codec, strict, local_world_size = 0,
+        sampler = "uniform", samples_per_epoch = None, target = "label", target_keys = Vec::new(),
+        num_classes = 0, target_fn = None, on_missing = "raise", segments = None,
+        shared_labels = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        path: std::path::PathBuf,
+        sources: Vec<Bound<'_, PyAny>>,
         frames: usize,
         sampling: &str,
         step: usize,
@@ -75,6 +235,15 @@ impl Loader {
         codec: Option<&str>,
         strict: bool,
         local_world_size: usize,
+        sampler: &str,
+        samples_per_epoch: Option<usize>,
+        target: &str,
+        target_keys: Vec<String>,
+        num_classes: usize,
+        target_fn: Option<Py<PyAny>>,
+        on_missing: &str,
+        segments: Option<Bound<'_, PyAny>>,
+        shared_labels: bool,
     ) -> PyResult<Loader> {
         let bad = |what: &str, value: &str, allowed: &str| {
             Class::Invalid.err(format!("{what} must be one of {allowed}, not {value:?}"))
@@ -97,11 +266,76 @@ impl Loader {
                 ));
             }
         };
-        let on_error = match on_error {
-            "raise" => OnError::Raise,
-            "skip" => OnError::Skip,
-            other => return Err(bad("on_error", other, "'raise', 'skip'")),
+        let on_error = choice(
+            "on_error",
+            on_error,
+            &[("raise", OnError::Raise), ("skip", OnError::Skip)],
+        )?;
+        let sampler = choice(
+            "sampler",
+            sampler,
+            &[
+                ("uniform", Sampler::Uniform),
+                ("balanced", Sampler::Balanced),
+            ],
+        )?;
+        let on_missing = choice(
+            "on_missing",
+            on_missing,
+            &[("raise", OnMissing::Raise), ("skip", OnMissing::Skip)],
+        )?;
+        let one_key = |keys: &[String]| -> PyResult<String> {
+            match keys {
+                [key] => Ok(key.clone()),
+                _ => {
+                    Err(Class::Invalid.err(format!("{target} targets take one key, not {keys:?}")))
+                }
+            }
         };
+        let target = match (target, target_fn) {
+            ("label", None) => Target::Label,
+            ("key", None) => Target::Key(one_key(&target_keys)?),
+            ("keys", None) => Target::Keys(target_keys),
+            ("float", None) => Target::Float(one_key(&target_keys)?),
+            ("floats", None) => Target::Floats(target_keys),
+            ("multi_hot", None) => Target::MultiHot {
+                key: one_key(&target_keys)?,
+                classes: num_classes,
+            },
+            ("computed", Some(f)) => Target::Computed(computed_target(f)),
+            (other, _) => {
+                return Err(bad(
+                    "target",
+                    other,
+                    "'label', 'key', 'keys', 'float', 'floats', 'multi_hot', 'computed'",
+                ));
+            }
+        };
+        let segments = segments
+            .map(|s| -> PyResult<Segments> {
+                let s: PySegments = s.extract()?;
+                Ok(Segments {
+                    key: s.key,
+                    bounds: match s.pair {
+                        Some(pair) => Bounds::Pair(pair),
+                        None => Bounds::Keys {
+                            start: s.start,
+                            end: s.end,
+                        },
+                    },
+                    unit: choice(
+                        "segment unit",
+                        &s.unit,
+                        &[("frames", Unit::Frames), ("seconds", Unit::Seconds)],
+                    )?,
+                    fps: s.fps,
+                })
+            })
+            .transpose()?;
+        let sources = sources
+            .into_iter()
+            .map(|s| s.extract::<PySource>()?.into_source())
+            .collect::<PyResult<Vec<Source>>>()?;
         let decode = decode_options(None, None, None, dct, None, strict, codec)?;
         let options = LoaderOptions {
             frames,
@@ -132,9 +366,15 @@ impl Loader {
                 index: label_index,
             },
             decode,
+            sampler,
+            samples_per_epoch,
+            target,
+            on_missing,
+            segments,
+            shared_labels,
         };
         let loader = py
-            .detach(|| RustLoader::open(&path, options))
+            .detach(|| RustLoader::from_sources(&sources, options))
             .map_err(loader_err)?;
         Ok(Loader {
             inner: Mutex::new(loader),
@@ -151,10 +391,28 @@ impl Loader {
         lock(&self.inner).samples()
     }
 
-    /// Items in the directory.
+    /// Items kept (all sources).
     #[getter]
     fn items(&self) -> usize {
         lock(&self.inner).items()
+    }
+
+    /// Samples of an epoch before the split between ranks.
+    #[getter]
+    fn epoch_samples(&self) -> usize {
+        lock(&self.inner).epoch_samples()
+    }
+
+    /// Samples left out for a missing or unusable value.
+    #[getter]
+    fn missing(&self) -> usize {
+        lock(&self.inner).missing()
+    }
+
+    /// Every source's directory.
+    #[getter]
+    fn paths(&self) -> Vec<PathBuf> {
+        lock(&self.inner).paths()
     }
 
     /// Decoding threads.
@@ -189,6 +447,10 @@ impl Loader {
         d.set_item("items", s.items)?;
         d.set_item("batch_size", s.batch_size)?;
         d.set_item("options", s.options)?;
+        d.set_item("sources", s.sources)?;
+        d.set_item("subset", s.subset)?;
+        d.set_item("weights", s.weights)?;
+        d.set_item("targets", s.targets)?;
         Ok(d)
     }
 
@@ -225,6 +487,10 @@ impl Loader {
             items: size_or("items", None)?,
             batch_size: size_or("batch_size", Some(now.batch_size))?,
             options: get_or("options", Some(now.options))?,
+            sources: get_or("sources", Some(now.sources))?,
+            subset: get_or("subset", Some(now.subset))?,
+            weights: get_or("weights", Some(now.weights))?,
+            targets: get_or("targets", Some(now.targets))?,
         };
         lock(&self.inner).load_state(&state).map_err(loader_err)
     }
@@ -238,7 +504,8 @@ impl Loader {
 }
 
 /// One pass of a loader; `__next__` returns the batch's parts as a tuple
-/// `(frames, labels, ids, indices, views, skipped, index, epoch, positions)`.
+/// `(frames, targets, ids, indices, views, skipped, index, epoch, positions,
+/// sources, segments)`.
 #[pyclass(frozen, module = "gulp._gulp")]
 pub(crate) struct BatchIter {
     batches: Mutex<Option<Batches>>,
@@ -272,18 +539,29 @@ impl BatchIter {
     }
 }
 
+/// Indices as numpy's `int64`.
+fn int64(values: Vec<usize>) -> Vec<i64> {
+    values
+        .into_iter()
+        .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
+        .collect()
+}
+
 fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
     let Batch {
         epoch,
         index,
         frames,
         shape,
-        labels,
+        targets,
         ids,
+        sources,
+        segments,
         positions,
         indices,
         views,
         skipped,
+        ..
     } = batch;
     let bad = |e: ndarray::ShapeError| Class::Invalid.err(e.to_string());
     let [b, t, h, w, c] = shape;
@@ -291,30 +569,32 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
         py,
         Array5::from_shape_vec((b, t, h, w, c), frames).map_err(bad)?,
     );
-    let labels = PyArray::from_owned_array(py, Array1::from_vec(labels));
-    let indices: Vec<i64> = indices
-        .into_iter()
-        .map(|i| i64::try_from(i).unwrap_or(i64::MAX))
-        .collect();
-    let indices =
-        PyArray::from_owned_array(py, Array2::from_shape_vec((b, t), indices).map_err(bad)?);
-    let views: Vec<i64> = views
-        .into_iter()
-        .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-        .collect();
-    let views = PyArray::from_owned_array(py, Array1::from_vec(views));
-    let positions: Vec<i64> = positions
-        .into_iter()
-        .map(|p| i64::try_from(p).unwrap_or(i64::MAX))
-        .collect();
-    let positions = PyArray::from_owned_array(py, Array1::from_vec(positions));
+    let dims = IxDyn(&targets.shape);
+    let targets = match targets.values {
+        TargetValues::Int64(v) => {
+            PyArray::from_owned_array(py, ArrayD::from_shape_vec(dims, v).map_err(bad)?).into_any()
+        }
+        TargetValues::Float32(v) => {
+            PyArray::from_owned_array(py, ArrayD::from_shape_vec(dims, v).map_err(bad)?).into_any()
+        }
+    };
+    let indices = PyArray::from_owned_array(
+        py,
+        Array2::from_shape_vec((b, t), int64(indices)).map_err(bad)?,
+    );
+    let views = PyArray::from_owned_array(py, Array1::from_vec(int64(views)));
+    let positions = PyArray::from_owned_array(py, Array1::from_vec(int64(positions)));
+    let sources = PyArray::from_owned_array(py, Array1::from_vec(int64(sources)));
+    let segments = int64(segments.into_iter().flatten().collect());
+    let segments =
+        PyArray::from_owned_array(py, Array2::from_shape_vec((b, 2), segments).map_err(bad)?);
     let ids = PyList::new(py, ids)?;
     let skipped = PyList::new(py, skipped.into_iter().map(|s| (s.id, s.reason)))?;
     PyTuple::new(
         py,
         [
             frames.into_any(),
-            labels.into_any(),
+            targets,
             ids.into_any(),
             indices.into_any(),
             views.into_any(),
@@ -322,6 +602,15 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
             index.into_pyobject(py)?.into_any(),
             epoch.into_pyobject(py)?.into_any(),
             positions.into_any(),
+            sources.into_any(),
+            segments.into_any(),
         ],
     )
+}
+
+/// The ids of a list file (one per line; blank lines and `#` comments
+/// skipped).
+#[pyfunction]
+pub(crate) fn read_ids(path: PathBuf) -> PyResult<Vec<String>> {
+    gulp_loader::read_ids(&path).map_err(loader_err)
 }

@@ -12,10 +12,41 @@ import pytest
 import gulp
 import gulpio2
 from conftest import ffmpeg_frames
+from gulp import _gulp
 
 SOURCES = ["testsrc2", "mandelbrot", "smptebars", "rgbtestsrc"]
 LABELS = {"testsrc2": "bars-a", "mandelbrot": "fractal", "smptebars": "bars-b", "rgbtestsrc": "rgb"}
 LENGTHS = [3, 5, 8, 11, 16, 20, 25, 7, 9, 13, 4, 30]
+
+
+def meta_of(k, label, n):
+    """Item k's meta: its label and frame count, keys for every target form
+    (item 5 has no "score"), and two segments (in frames) with keys of
+    their own."""
+    meta = {"label": label, "n": n, "big": int(k >= 9), "verb_class": k % 3,
+            "noun_class": 20 + k % 5, "tags": [k % 4, (k + 1) % 4],
+            "segments": [{"start": 0, "end": max(1, n // 2), "verb_class": 9},
+                         {"start": n // 2, "end": n, "label": "rgb"}]}
+    if k != 5:
+        meta["score"] = k * 0.5
+    return meta
+
+
+def write_clips(directory, items, per_chunk, label2idx):
+    """`items` (id, label, frames) written by gulpio2, `per_chunk` a chunk,
+    with meta_of's meta."""
+    os.makedirs(directory)
+    gd = gulpio2.GulpDirectory(directory)
+    metas = {}
+    for c, chunk in enumerate(gd.new_chunks((len(items) + per_chunk - 1) // per_chunk)):
+        with chunk.open("wb"):
+            for k in range(c * per_chunk, min(len(items), (c + 1) * per_chunk)):
+                vid, label, fr = items[k]
+                metas[vid] = meta_of(k, label, len(fr))
+                chunk.append(vid, metas[vid], fr)
+    with open(os.path.join(directory, "label2idx.json"), "w") as f:
+        json.dump(label2idx, f)
+    return metas
 
 
 @pytest.fixture(scope="module")
@@ -24,20 +55,27 @@ def clip_dir(tmp_path_factory):
     by gulpio2, and a label2idx.json numbering the labels."""
     frames = {s: ffmpeg_frames(s, (160, 120), 30) for s in SOURCES}
     directory = str(tmp_path_factory.mktemp("clips") / "gulp")
-    os.makedirs(directory)
-    gd = gulpio2.GulpDirectory(directory)
     items = []
     for k, n in enumerate(LENGTHS):
         src = SOURCES[k % 4]
         items.append((f"video-{k:02d}", LABELS[src], frames[src][:n]))
-    for c, chunk in enumerate(gd.new_chunks(3)):
-        with chunk.open("wb"):
-            for vid, label, fr in items[c * 4:(c + 1) * 4]:
-                chunk.append(vid, {"label": label, "n": len(fr)}, fr)
     label2idx = {label: i for i, label in enumerate(sorted(set(LABELS.values())))}
-    with open(os.path.join(directory, "label2idx.json"), "w") as f:
-        json.dump(label2idx, f)
+    write_clips(directory, items, 4, label2idx)
     return directory, items, label2idx
+
+
+@pytest.fixture(scope="module")
+def other_dir(tmp_path_factory, clip_dir):
+    """A second directory: 5 items of 6 to 14 frames, its own label2idx.json;
+    and the meta of every item of both directories."""
+    frames = {s: ffmpeg_frames(s, (160, 120), 14) for s in SOURCES[:2]}
+    items = [(f"other-{k}", LABELS[SOURCES[k % 2]], frames[SOURCES[k % 2]][:6 + 2 * k])
+             for k in range(5)]
+    directory = str(tmp_path_factory.mktemp("other") / "gulp")
+    metas = write_clips(directory, items, 3, {"fractal": 0, "bars-a": 1})
+    path, first, label2idx = clip_dir
+    metas.update({vid: meta_of(k, label, len(fr)) for k, (vid, label, fr) in enumerate(first)})
+    return directory, metas
 
 
 def documented(sampling, t, n, step=1, clip=0, clips=1):
@@ -161,7 +199,8 @@ def distributed_split(n, rank, world_size, drop_last):
 
 @pytest.mark.parametrize("world_size", [2, 5, 13])
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_ranks_split_an_epoch_like_distributed_sampler(clip_dir, world_size, drop_last):
+def test_ranks_split_an_epoch_like_distributed_sampler(clip_dir, other_dir, world_size,
+                                                       drop_last):
     path, items, _ = clip_dir
     ids = [vid for vid, _, _ in items]
     try:
@@ -192,40 +231,93 @@ def test_ranks_split_an_epoch_like_distributed_sampler(clip_dir, world_size, dro
                                                     world_size=world_size, drop_last=drop_last,
                                                     shuffle=True, seed=5)}
     assert len(covered) == (len(ids) if not drop_last else len(ids) // world_size * world_size)
+    # Mixtures, subsets, segments: the ranks share the positions of the
+    # epoch as they share a directory's items.
+    for name in DATA[1:]:
+        sources, extra = data(name, clip_dir, other_dir)
+        positions, n = [], None
+        for rank in range(world_size):
+            loader = eval_loader(sources, frames=1, batch_size=1, rank=rank, shuffle=True,
+                                 seed=5, world_size=world_size, drop_last=drop_last, **extra)
+            n = loader.samples_per_epoch
+            positions += [int(p) for b in loader for p in b.positions]
+        per_rank = n // world_size if drop_last else -(-n // world_size)
+        assert sorted(positions) == list(range(per_rank * world_size)), name
 
 
-def test_resume_after_k_batches_yields_exactly_the_rest(clip_dir):
+DATA = ["one directory", "mixture, where, balanced", "segments, ids, weights"]
+
+
+def data(name, clip_dir, other_dir):
+    """The sources and data options of a loader: one directory; a mixture by
+    weight with a where= subset, balanced classes and an epoch of a fixed
+    size; a mixture of segments (repeat, choose) with an id subset, per-item
+    weights and two keys as the target."""
     path, _, _ = clip_dir
-    opts = dict(frames=4, resize=90, size=64, batch_size=2, seed=1, threads=2, drop_last=False)
-    ref_loader = gulp.ClipLoader(path, **opts)
+    other, _ = other_dir
+    if name == "one directory":
+        return path, {}
+    if name == "mixture, where, balanced":
+        return ([gulp.Source(path, weight=0.7, where=lambda m: m["n"] != 8),
+                 gulp.Source(other, weight=0.3)],
+                dict(sampler="balanced", target="big", samples_per_epoch=14))
+    return ([gulp.Source(path, repeat=1.5, ids=["video-01", "video-04", "video-07"]),
+             gulp.Source(other, choose=4, weights={f"other-{k}": float(k) for k in range(5)})],
+            dict(segments="segments", target=("verb_class", "noun_class")))
+
+
+@pytest.mark.parametrize("name", DATA)
+def test_resume_after_k_batches_yields_exactly_the_rest(clip_dir, other_dir, name):
+    sources, extra = data(name, clip_dir, other_dir)
+    opts = dict(frames=4, resize=90, size=64, batch_size=2, seed=1, threads=2, drop_last=False,
+                **extra)
+    ref_loader = gulp.ClipLoader(sources, **opts)
     ref_loader.set_epoch(2)
     ref = list(ref_loader)
-    assert len(ref) == 6 and ref_loader.epoch == 3
-    for k in [0, 1, 4, 6]:
-        first = gulp.ClipLoader(path, **opts)
+    n = len(ref)
+    assert n == (ref_loader.samples_per_epoch + 1) // 2 and ref_loader.epoch == 3
+    for k in sorted({0, 1, n - 2, n}):
+        first = gulp.ClipLoader(sources, **opts)
         first.set_epoch(2)
         it = iter(first)
         for _ in range(k):
             next(it)
         state = first.state_dict()
         it.close()
-        assert (state["epoch"], state["batch"]) == ((2, k) if k < 6 else (3, 0))
+        assert (state["epoch"], state["batch"]) == ((2, k) if k < n else (3, 0))
         state = json.loads(json.dumps(state))  # as saved in a checkpoint
-        resumed = gulp.ClipLoader(path, **opts)
+        resumed = gulp.ClipLoader(sources, **opts)
         resumed.load_state_dict(state)
         resumed.set_epoch(state["epoch"])
         rest = list(resumed)
-        if k == 6:
-            assert [b.epoch for b in rest] == [3] * 6
+        if k == n:
+            assert [b.epoch for b in rest] == [3] * n
             continue
-        assert [b.index for b in rest] == list(range(k, 6))
+        assert [b.index for b in rest] == list(range(k, n))
         for a, b in zip(rest, ref[k:]):
             assert a.ids == b.ids
+            np.testing.assert_array_equal(a.targets, b.targets)
             np.testing.assert_array_equal(a.frames, b.frames)
     with pytest.raises(ValueError, match="seed is 1"):
-        gulp.ClipLoader(path, **dict(opts, seed=9)).load_state_dict(ref_loader.state_dict())
+        gulp.ClipLoader(sources, **dict(opts, seed=9)).load_state_dict(ref_loader.state_dict())
     with pytest.raises(gulp.InvalidInputError, match="options"):
-        gulp.ClipLoader(path, **dict(opts, frames=3)).load_state_dict(ref_loader.state_dict())
+        gulp.ClipLoader(sources, **dict(opts, frames=3)).load_state_dict(ref_loader.state_dict())
+
+
+def test_a_state_of_other_data_is_refused_naming_what_differs(clip_dir, other_dir):
+    path, _, _ = clip_dir
+    opts = dict(frames=2, resize=72, size=56, batch_size=2, threads=1)
+    state = gulp.ClipLoader(path, where=lambda m: m["n"] > 5, **opts).state_dict()
+    for what, kw in [("subset", dict(where=lambda m: m["n"] > 8)),
+                     ("sources", dict(samples_per_epoch=20)),
+                     ("weights", dict(weights=lambda m: m["n"])),
+                     ("targets", dict(target="verb_class"))]:
+        loader = gulp.ClipLoader(path, **{**opts, "where": lambda m: m["n"] > 5, **kw})
+        with pytest.raises(gulp.InvalidInputError, match=f"state's {what} is"):
+            loader.load_state_dict(state)
+    # A state saved before the loader had sources resumes (no such keys).
+    old = {k: v for k, v in state.items() if k not in ("sources", "subset", "weights", "targets")}
+    gulp.ClipLoader(path, where=lambda m: m["n"] > 5, **opts).load_state_dict(old)
 
 
 def served_positions(batches):
@@ -233,16 +325,20 @@ def served_positions(batches):
             enumerate(zip(b.positions, b.ids))]
 
 
+@pytest.mark.parametrize("name", DATA)
 @pytest.mark.parametrize("world_size,resume_on", [(4, 2), (4, 3), (2, 3), (3, 1)])
-def test_a_state_resumes_on_another_number_of_ranks(clip_dir, world_size, resume_on):
+def test_a_state_resumes_on_another_number_of_ranks(clip_dir, other_dir, world_size, resume_on,
+                                                     name):
     """Elastic resume: every rank yields k batches, the job restarts on
     another number of ranks from any old rank's state; over the epoch every
     position of the one-rank order is served once, with the same clip."""
-    path, items, _ = clip_dir
-    opts = dict(frames=3, resize=72, size=56, batch_size=1, seed=3, threads=1, drop_last=False)
+    path, extra = data(name, clip_dir, other_dir)
+    opts = dict(frames=3, resize=72, size=56, batch_size=1, seed=3, threads=1, drop_last=False,
+                **extra)
     one = gulp.ClipLoader(path, **opts)
+    n = one.samples_per_epoch
     reference = {p: (i, f) for p, i, f in served_positions(list(one))}
-    assert sorted(reference) == list(range(len(items)))
+    assert sorted(reference) == list(range(n))
     served = []
     states = []
     for rank in range(world_size):
@@ -260,11 +356,11 @@ def test_a_state_resumes_on_another_number_of_ranks(clip_dir, world_size, resume
     counts = {}
     for p, i, f in served:
         counts[p] = counts.get(p, 0) + 1
-        if p < len(items):
+        if p < n:
             assert reference[p][0] == i
             np.testing.assert_array_equal(reference[p][1], f)
-    assert all(counts.get(p) == 1 for p in range(len(items))), counts
-    assert all(p >= len(items) for p in counts if p not in reference)  # only padding added
+    assert all(counts.get(p) == 1 for p in range(n)), counts
+    assert all(p >= n for p in counts if p not in reference)  # only padding added
 
 
 def test_threads_default_to_the_cores_per_local_rank(clip_dir, monkeypatch):
@@ -403,6 +499,199 @@ def test_crops_at_the_frame_edge_decode_for_20_epochs(edge_dir, kw):
         loader.set_epoch(epoch)
         served = sum(len(batch) for batch in loader)
         assert served == n * views
+
+
+def served(loader):
+    """(id, source, target row) of every clip of the current epoch."""
+    return [(i, int(s), t) for b in loader for i, s, t in zip(b.ids, b.sources, b.targets)]
+
+
+def test_a_mixture_epoch_holds_each_sources_share_exactly(clip_dir, other_dir):
+    path, items, _ = clip_dir
+    other, _ = other_dir
+    for seed in range(3):
+        loader = eval_loader([gulp.Source(path, weight=3), gulp.Source(other, weight=1)],
+                             samples_per_epoch=16, shuffle=True, seed=seed, frames=1)
+        assert loader.sources == [path, other] and loader.samples_per_epoch == 16
+        for epoch in range(3):
+            loader.set_epoch(epoch)
+            got = served(loader)
+            assert sum(s == 0 for _, s, _ in got) == 12 and sum(s == 1 for _, s, _ in got) == 4
+            assert all(i.startswith(("video-", "other-")[s]) for i, s, _ in got)
+    # repeat and choose: every item of the first twice, 3 distinct of the
+    # second; paths and Sources mix.
+    loader = eval_loader([gulp.Source(path, repeat=2), gulp.Source(other, choose=3)], frames=1)
+    got = [i for i, _, _ in served(loader)]
+    assert all(got.count(vid) == 2 for vid, _, _ in items)
+    assert len([i for i in got if i.startswith("other-")]) == len(
+        {i for i in got if i.startswith("other-")}) == 3
+    assert len(served(eval_loader([path, other], frames=1))) == 12 + 5
+    # Labels: each source its own index, or one shared.
+    own = {i: int(t) for i, _, t in served(eval_loader([path, other], frames=1))}
+    shared = {i: int(t) for i, _, t in served(eval_loader([path, other], frames=1,
+                                                          shared_labels=True))}
+    assert own["other-0"] == 1 and shared["other-0"] == shared["video-00"] == 0  # "bars-a"
+    assert own["other-1"] == 0 and shared["other-1"] == shared["video-01"] == 2  # "fractal"
+
+
+def test_ids_and_where_keep_exactly_the_chosen_items(clip_dir, tmp_path):
+    path, items, _ = clip_dir
+    chosen = ["video-07", "video-02", "video-10"]
+    ids = [i for i, _, _ in served(eval_loader(path, ids=chosen))]
+    assert ids == sorted(chosen)  # the directory's order
+    listed = tmp_path / "val.txt"
+    listed.write_text("# validation\nvideo-07\n\nvideo-02\n")
+    assert [i for i, _, _ in served(eval_loader(path, ids=listed))] == ["video-02", "video-07"]
+    assert [i for i, _, _ in served(eval_loader(path, ids=str(listed)))] == ["video-02", "video-07"]
+    long = eval_loader(path, where=lambda meta: meta["n"] >= 11)
+    assert [i for i, _, _ in served(long)] == [v for v, _, fr in items if len(fr) >= 11]
+    assert long.items == 6
+    with pytest.raises(gulp.InvalidInputError, match="video-99"):
+        eval_loader(path, ids=["video-01", "video-99"])
+    with pytest.raises(gulp.InvalidInputError, match=r"video-00.*where.*KeyError"):
+        eval_loader(path, where=lambda meta: meta["missing"])
+    # The image loader has the same options.
+    images = gulp.ImageLoader(path, where=lambda meta: meta["n"] < 5, size=64, shuffle=False,
+                              flip=False, crop="center", drop_last=False, batch_size=4)
+    assert [i for b in images for i in b.ids] == ["video-00", "video-10"]
+
+
+def test_balanced_and_weighted_sampling_count_exactly(clip_dir):
+    path, items, _ = clip_dir
+    # "big": 9 items of class 0, 3 of class 1.
+    for spe, counts in [(None, [6, 6]), (11, [5, 6]), (40, [20, 20])]:
+        loader = eval_loader(path, frames=1, sampler="balanced", target="big",
+                             samples_per_epoch=spe, shuffle=True)
+        for epoch in range(3):
+            loader.set_epoch(epoch)
+            labels = [int(t) for _, _, t in served(loader)]
+            assert sorted([labels.count(0), labels.count(1)]) == counts
+    # Weights: video-k weighs k, an epoch of 66 = 0 + ... + 11 samples.
+    weights = {vid: float(k) for k, (vid, _, _) in enumerate(items)}
+    for w in (weights, lambda meta: float(LENGTHS.index(meta["n"]))):
+        loader = eval_loader(path, frames=1, weights=w, samples_per_epoch=66)
+        got = [i for i, _, _ in served(loader)]
+        assert all(got.count(vid) == k for k, (vid, _, _) in enumerate(items))
+    with pytest.raises(gulp.InvalidInputError, match="exclude"):
+        eval_loader(path, sampler="balanced", weights=weights)
+    with pytest.raises(gulp.InvalidInputError, match="one class per sample"):
+        eval_loader(path, sampler="balanced", target=("big", "n"))
+
+
+def test_every_target_form_has_its_dtype_shape_and_values(clip_dir, other_dir):
+    path, items, _ = clip_dir
+    _, metas = other_dir
+
+    def hot(tags):
+        v = np.zeros(4, np.float32)
+        v[tags] = 1
+        return v
+
+    forms = [
+        (dict(target="verb_class"), np.int64, (), lambda m: m["verb_class"]),
+        (dict(target=("verb_class", "noun_class")), np.int64, (2,),
+         lambda m: [m["verb_class"], m["noun_class"]]),
+        (dict(target="tags", num_classes=4), np.float32, (4,), lambda m: hot(m["tags"])),
+        (dict(target="score", target_type="float", on_missing="skip"), np.float32, (),
+         lambda m: m["score"]),
+        (dict(target=lambda m: np.array([m["n"], m["verb_class"] / 2])), np.float32, (2,),
+         lambda m: [m["n"], m["verb_class"] / 2]),
+        (dict(target=lambda m: (m["n"], m["n"] * 2, True)), np.int64, (3,),
+         lambda m: [m["n"], m["n"] * 2, 1]),
+    ]
+    for kw, dtype, shape, expect in forms:
+        loader = eval_loader(path, **kw)
+        seen = 0
+        for batch in loader:
+            assert batch.targets.dtype == dtype and batch.targets.shape == (len(batch),) + shape
+            assert batch.labels is batch.targets
+            for k, vid in enumerate(batch.ids):
+                np.testing.assert_allclose(batch.targets[k], expect(metas[vid]), err_msg=str(kw))
+                seen += 1
+        assert seen == len(items) - loader.missing
+        assert loader.missing == (1 if kw.get("on_missing") else 0)  # video-05 has no score
+    frames, targets = next(iter(eval_loader(path, target="verb_class")))
+    assert targets.dtype == np.int64
+    with pytest.raises(gulp.InvalidInputError, match=r"video-05.*score"):
+        eval_loader(path, target="score", target_type="float")
+    with pytest.raises(gulp.InvalidInputError, match=r"video-02.*same dtype and shape"):
+        eval_loader(path, target=lambda m: [1] * (1 + m["n"] % 2))
+    with pytest.raises(gulp.InvalidInputError, match=r"tags.*0\.\.3"):
+        eval_loader(path, target="tags", num_classes=3)
+
+
+def test_segment_clips_fall_inside_their_segments(clip_dir, other_dir):
+    path, items, _ = clip_dir
+    _, metas = other_dir
+    loader = eval_loader(path, frames=3, sampling="window", clips=2, batch_size=8,
+                         segments="segments", target="verb_class")
+    assert loader.samples_per_epoch == 2 * len(items)
+    per_id = {}
+    for batch in loader:
+        for k, vid in enumerate(batch.ids):
+            n = metas[vid]["n"]
+            start, end = batch.segments[k].tolist()
+            assert [start, end] in ([0, max(1, n // 2)], [n // 2, n]), (vid, start, end)
+            assert all(start <= f < end for f in batch.indices[k]), (vid, batch.indices[k])
+            # The segment's own key, else the item's.
+            assert batch.targets[k] == (9 if start == 0 else metas[vid]["verb_class"])
+            per_id[vid] = per_id.get(vid, 0) + 1
+    assert per_id == {vid: 4 for vid, _, _ in items}  # 2 segments x 2 clips
+    # Training: random clips, inside their segments.
+    train = gulp.ClipLoader(path, frames=4, resize=72, size=56, segments="segments",
+                            batch_size=6, threads=2, seed=4)
+    for batch in train:
+        for (start, end), idx in zip(batch.segments.tolist(), batch.indices):
+            assert idx.min() >= start and idx.max() < end
+    with pytest.raises(gulp.InvalidInputError, match=r"video-00.*chapters"):
+        eval_loader(path, segments="chapters")
+    assert eval_loader(path, segments="chapters", on_missing="skip").missing == len(items)
+
+
+def test_epic_kitchens_ingest_gives_segments_with_verb_and_noun(tmp_path):
+    """`gulp.ingest("epic-kitchens", ...)` on frame folders as EPIC ships
+    them, then clips of each action with its verb and noun."""
+    root = tmp_path / "EPIC"
+    for video, source, n in [("P01_01", "testsrc2", 20), ("P02_03", "mandelbrot", 12)]:
+        folder = root / video[:3] / "rgb_frames" / video
+        folder.mkdir(parents=True)
+        for k, frame in enumerate(ffmpeg_frames(source, (96, 72), n), 1):
+            (folder / f"frame_{k:010d}.jpg").write_bytes(_gulp.encode_jpeg(frame))
+    rows = [("P01_01", 1, 8, 3, 12), ("P02_03", 4, 12, 0, 7), ("P01_01", 10, 20, 4, 12)]
+    csv = tmp_path / "EPIC_100_train.csv"
+    csv.write_text("narration_id,participant_id,video_id,start_frame,stop_frame,verb_class,"
+                   "noun_class,all_noun_classes\n" + "".join(
+                       f"{v}_{k},{v[:3]},{v},{a},{b},{verb},{noun},\"[{noun}]\"\n"
+                       for k, (v, a, b, verb, noun) in enumerate(rows)))
+    out = str(tmp_path / "epic-gulp")
+    report = gulp.ingest("epic-kitchens", csv, root, output=out)
+    assert report["items"] == 2
+    loader = gulp.ClipLoader(out, frames=4, sampling="uniform", resize=None, size=64,
+                             crop="center", flip=False, shuffle=False, drop_last=False,
+                             segments="segments", target=("verb_class", "noun_class"))
+    batch = next(iter(loader))
+    assert batch.ids == ["P01_01", "P01_01", "P02_03"]
+    assert batch.targets.tolist() == [[3, 12], [4, 12], [0, 7]]
+    # EPIC's frames 1..8 are the item's 0..7 (end excluded: 8).
+    assert batch.segments.tolist() == [[0, 8], [9, 20], [3, 12]]
+    assert batch.indices.tolist()[0] == [0, 2, 5, 7]
+
+
+def test_bad_data_options_are_value_errors(clip_dir):
+    path, _, _ = clip_dir
+    for kw in [dict(sampler="stratified"), dict(on_missing="ignore"), dict(target_type="float"),
+               dict(target="tags", target_type="multi_hot"), dict(target="x", num_classes=0),
+               dict(target=("a", "b"), num_classes=3), dict(segments=gulp.Segments(fps=0.0)),
+               dict(samples_per_epoch=0), dict(weights=[1.0]), dict(target=()),
+               dict(target=lambda m: 1, num_classes=3)]:
+        with pytest.raises(ValueError):
+            eval_loader(path, **kw)
+    with pytest.raises(ValueError, match="one of weight, repeat and choose"):
+        gulp.Source(path, weight=1, repeat=2)
+    with pytest.raises(ValueError, match="every source a weight"):
+        eval_loader([gulp.Source(path, weight=1), path])
+    with pytest.raises(ValueError, match="each gulp.Source its ids"):
+        eval_loader([path, path], ids=["video-01"])
 
 
 @pytest.fixture(scope="module")

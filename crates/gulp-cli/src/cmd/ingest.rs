@@ -222,6 +222,15 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
             let inputs = vec![input_json, videos_dir];
             (AdapterKind::Activitynet, inputs, output_dir, opts)
         }
+        IngestKind::EpicKitchens {
+            input_csv,
+            videos_dir,
+            output_dir,
+            opts,
+        } => {
+            let inputs = vec![input_csv, videos_dir];
+            (AdapterKind::EpicKitchens, inputs, output_dir, opts)
+        }
     };
     let shard = args
         .shard

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import _gulp
 from . import adapters, errors, fileio, utils
-from .clips import Batch, ClipLoader, ImageLoader
+from .clips import Batch, ClipLoader, ImageLoader, Segments, Source
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
 
@@ -49,6 +49,8 @@ __all__ = [
     "ClipLoader",
     "ImageLoader",
     "Batch",
+    "Source",
+    "Segments",
     "CheckReport",
     "check",
     "ingest",
@@ -124,8 +126,9 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
     '20bn-csv-webm' (input_csv, videos_dir), '20bn-csv-jpeg' (input_csv,
     jpeg_dir), 'video-folder' (videos_dir), 'image-folder' (images_dir),
     'image-list' (list_file, root_dir), 'kinetics' (input_csv, videos_dir),
-    'activitynet' (input_json, videos_dir). Ids already in ``output`` are
-    skipped, so running it again after an interruption completes the run.
+    'activitynet' (input_json, videos_dir), 'epic-kitchens' (input_csv,
+    videos_dir). Ids already in ``output`` are skipped, so running it again
+    after an interruption completes the run.
 
     ``shard=(i, n)`` (or ``"i/n"``, or ``"auto"`` for the scheduler's
     environment, with ``shard_count`` on Kubernetes) writes only task ``i``'s

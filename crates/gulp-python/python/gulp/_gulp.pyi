@@ -2,7 +2,7 @@
 (`gulp`, `gulp.fileio`, `gulp.utils`) rather than this one."""
 
 from os import PathLike
-from typing import Any, Optional, Sequence, Tuple, TypeVar, Union, final
+from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, Tuple, TypeVar, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,7 @@ __all__ = [
     "check",
     "recover",
     "read_labels",
+    "read_ids",
     "cli_main",
 ]
 
@@ -99,7 +100,7 @@ class Writer:
 
 _BatchParts = Tuple[
     npt.NDArray[np.uint8],  # frames [B, T, H, W, 3]
-    npt.NDArray[np.int64],  # labels [B]
+    npt.NDArray[Any],  # targets [B, ...], int64 or float32
     list[str],  # ids
     npt.NDArray[np.int64],  # indices [B, T]
     npt.NDArray[np.int64],  # views [B]
@@ -107,13 +108,50 @@ _BatchParts = Tuple[
     int,  # index
     int,  # epoch
     npt.NDArray[np.int64],  # positions [B]
+    npt.NDArray[np.int64],  # sources [B]
+    npt.NDArray[np.int64],  # segments [B, 2]
 ]
 
+class _Source(Protocol):
+    """What the native loader reads of a `gulp.Source`."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def weight(self) -> Optional[float]: ...
+    @property
+    def repeat(self) -> Optional[float]: ...
+    @property
+    def choose(self) -> Optional[int]: ...
+    @property
+    def ids(self) -> Optional[list[str]]: ...
+    @property
+    def where(self) -> Optional[Callable[[Any], Any]]: ...
+    @property
+    def weights(self) -> Union[None, Mapping[str, float], Callable[[Any], float]]: ...
+    @property
+    def labels(self) -> Optional[list[tuple[str, int]]]: ...
+
+class _Segments(Protocol):
+    """What the native loader reads of a `gulp.Segments`."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def start(self) -> str: ...
+    @property
+    def end(self) -> str: ...
+    @property
+    def pair(self) -> Optional[str]: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def fps(self) -> Optional[float]: ...
 @final
 class Loader:
     def __new__(
         cls,
-        path: _Path,
+        sources: Sequence[_Source],
         *,
         frames: int,
         sampling: str,
@@ -141,12 +179,27 @@ class Loader:
         codec: Optional[str],
         strict: bool,
         local_world_size: int = 0,
+        sampler: str = "uniform",
+        samples_per_epoch: Optional[int] = None,
+        target: str = "label",
+        target_keys: Sequence[str] = ...,
+        num_classes: int = 0,
+        target_fn: Optional[Callable[[Any], Any]] = None,
+        on_missing: str = "raise",
+        segments: Optional[_Segments] = None,
+        shared_labels: bool = False,
     ) -> Loader: ...
     def __len__(self) -> int: ...
     @property
     def samples(self) -> int: ...
     @property
     def items(self) -> int: ...
+    @property
+    def epoch_samples(self) -> int: ...
+    @property
+    def missing(self) -> int: ...
+    @property
+    def paths(self) -> list[str]: ...
     @property
     def threads(self) -> int: ...
     @property
@@ -206,4 +259,5 @@ def ingest(
 def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> str: ...
 def recover(path: _Path) -> list[str]: ...
 def read_labels(path: _Path) -> Optional[list[tuple[str, int]]]: ...
+def read_ids(path: _Path) -> list[str]: ...
 def cli_main(argv: Sequence[str]) -> int: ...

@@ -18,11 +18,20 @@ a copy::
 Use one loader per process; it decodes on ``threads`` threads of its own, so
 PyTorch ``DataLoader`` worker processes are not needed (``gulp.torch`` wraps
 it for code that wants a ``Dataset``).
+
+Training sets as they are built: several directories in one epoch
+(:class:`Source` with ``weight``, ``repeat`` or ``choose``), subsets by id or
+by a predicate on the meta (``ids=``, ``where=``), balanced or weighted
+sampling, targets of several forms (``target=``) and the segments of long
+items (``segments=``); see docs/loader.md.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Tuple, Union, cast
+import copy
+import os
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional,
+                    Sequence, Tuple, Union, cast)
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +42,176 @@ from .errors import InvalidInputError
 if TYPE_CHECKING:
     from ._gulp import _Path
 
-__all__ = ["ClipLoader", "ImageLoader", "Batch"]
+__all__ = ["ClipLoader", "ImageLoader", "Batch", "Source", "Segments"]
+
+#: A predicate on an item's meta (``meta_data[0]``, a dict), for ``where=``.
+Where = Callable[[Any], Any]
+#: Per-item weights: ``{id: weight}``, or a function of an item's meta.
+Weights = Union[Mapping[str, float], Callable[[Any], float]]
+#: Ids: a sequence of ids, or the path of a file of ids (one per line).
+Ids = Union[str, "os.PathLike[str]", Iterable[Union[str, int]]]
+
+
+def _ids(ids: Optional[Ids]) -> Optional[list[str]]:
+    if ids is None:
+        return None
+    if isinstance(ids, (str, os.PathLike)):
+        return _gulp.read_ids(ids)
+    return [str(i) for i in ids]
+
+
+class Source:
+    """One directory of a loader, with its share of an epoch and a subset
+    of its items (MosaicML Streaming's ``Stream``)::
+
+        gulp.ClipLoader([gulp.Source("/data/ssv2-gulp", weight=0.7),
+                         gulp.Source("/data/kinetics-gulp", weight=0.3)],
+                        samples_per_epoch=100_000)
+
+    At most one of:
+        ``weight``: a share of the epoch, relative to the other sources'
+        (every source then has one); the epoch holds ``samples_per_epoch``
+        samples, or as many as all sources together.
+        ``repeat``: every sample ``repeat`` times (a fraction of a pass is a
+        random subset, another each epoch).
+        ``choose``: this many samples (a random subset each epoch; more than
+        the source has repeats it whole first).
+    Without any, every sample once. Counts are exact for every epoch.
+
+    ``ids``: keep only these ids (a sequence, or the path of a file of ids,
+    one per line, ``#`` comments allowed); each must be in the directory.
+    ``where``: keep only the items whose meta (``meta_data[0]``, a dict)
+    it returns true for; called once per item when the loader is made.
+    ``weights``: per-item sampling weights, ``{id: weight}`` or a function
+    of the meta (called once per item). ``labels``: this source's label →
+    class index (default: the loader's ``labels``, else its
+    ``label2idx.json``).
+    """
+
+    __slots__ = ("path", "weight", "repeat", "choose", "ids", "where", "weights", "labels")
+
+    path: str
+    weight: Optional[float]
+    repeat: Optional[float]
+    choose: Optional[int]
+    ids: Optional[list[str]]
+    where: Optional[Where]
+    weights: Optional[Weights]
+    labels: Optional[list[tuple[str, int]]]
+
+    def __init__(self, path: _Path, *, weight: Optional[float] = None,
+                 repeat: Optional[float] = None, choose: Optional[int] = None,
+                 ids: Optional[Ids] = None, where: Optional[Where] = None,
+                 weights: Optional[Weights] = None,
+                 labels: Optional[Mapping[str, int]] = None) -> None:
+        if sum(x is not None for x in (weight, repeat, choose)) > 1:
+            raise InvalidInputError(
+                f"{path}: give a source at most one of weight, repeat and choose")
+        if where is not None and not callable(where):
+            raise InvalidInputError(f"where must be a function of an item's meta, not {where!r}")
+        if weights is not None and not (callable(weights) or isinstance(weights, Mapping)):
+            raise InvalidInputError(
+                f"weights must be a dict id -> weight or a function of the meta, not {weights!r}")
+        self.path = os.fspath(path)
+        self.weight = None if weight is None else float(weight)
+        self.repeat = None if repeat is None else float(repeat)
+        self.choose = None if choose is None else int(choose)
+        self.ids = _ids(ids)
+        self.where = where
+        self.weights = (weights if weights is None or callable(weights)
+                        else {str(k): float(v) for k, v in weights.items()})
+        self.labels = (None if labels is None
+                       else [(str(k), int(v)) for k, v in labels.items()])
+
+    def __repr__(self) -> str:
+        share = next((f", {k}={getattr(self, k)!r}" for k in ("weight", "repeat", "choose")
+                      if getattr(self, k) is not None), "")
+        return f"Source({self.path!r}{share})"
+
+
+class Segments:
+    """Where the segments of long items are in their meta (ActivityNet,
+    EPIC-Kitchens): one sample per segment, its clips drawn inside it.
+
+    ``key``: the meta key (of ``meta_data[0]``) holding the list of
+    segments, each an object. Bounds: ``start`` and ``end`` keys (``end``
+    excluded), or ``pair``, one key holding ``[start, end]``. ``unit``:
+    ``"frames"`` (the item's frame indices) or ``"seconds"``
+    (``[floor(start * fps), ceil(end * fps))``, at least one frame), the
+    rate from the item's meta ``fps``, else ``fps`` given here, else the
+    meta's ``duration`` in seconds (``frames / duration``). Ends past the
+    item are cut to it.
+
+    ``Segments("segments")`` reads what ``gulp ingest epic-kitchens``
+    writes; ``Segments.activitynet()`` what ``gulp ingest activitynet``
+    keeps (``annotations``, ``segment: [t0, t1]`` in seconds, ``duration``).
+    """
+
+    __slots__ = ("key", "start", "end", "pair", "unit", "fps")
+
+    key: str
+    start: str
+    end: str
+    pair: Optional[str]
+    unit: str
+    fps: Optional[float]
+
+    def __init__(self, key: str = "segments", *, start: str = "start", end: str = "end",
+                 pair: Optional[str] = None, unit: str = "frames",
+                 fps: Optional[float] = None) -> None:
+        if unit not in ("frames", "seconds"):
+            raise InvalidInputError(f"unit must be 'frames' or 'seconds', not {unit!r}")
+        self.key, self.start, self.end, self.pair = str(key), str(start), str(end), pair
+        self.unit = unit
+        self.fps = None if fps is None else float(fps)
+
+    @classmethod
+    def activitynet(cls) -> "Segments":
+        """ActivityNet's annotations as ``gulp ingest activitynet`` keeps
+        them."""
+        return cls("annotations", pair="segment", unit="seconds")
+
+    def __repr__(self) -> str:
+        bounds = f"pair={self.pair!r}" if self.pair else f"start={self.start!r}, end={self.end!r}"
+        return f"Segments({self.key!r}, {bounds}, unit={self.unit!r})"
+
+
+#: ``target_type`` → the native target for one key and for several.
+_TARGETS = {"class": ("key", "keys"), "float": ("float", "floats"),
+            "multi_hot": ("multi_hot", None)}
+
+
+def _target(target: Any, target_type: Optional[str], num_classes: Optional[int]
+            ) -> Tuple[str, list[str], int, Optional[Callable[[Any], Any]]]:
+    """The native form of ``target=``: its kind, keys, classes, function."""
+    if target is None:
+        if target_type is not None or num_classes is not None:
+            raise InvalidInputError("target_type and num_classes need a target")
+        return "label", [], 0, None
+    if callable(target):
+        if target_type is not None or num_classes is not None:
+            raise InvalidInputError("a target function sets its own dtype and shape: "
+                                    "no target_type or num_classes with it")
+        return "computed", [], 0, target
+    if target_type is None:
+        target_type = "class" if num_classes is None else "multi_hot"
+    if target_type not in _TARGETS:
+        raise InvalidInputError(
+            f"target_type must be 'class', 'float' or 'multi_hot', not {target_type!r}")
+    one, several = _TARGETS[target_type]
+    if target_type == "multi_hot" and not num_classes:
+        raise InvalidInputError("a multi-hot target needs num_classes")
+    if target_type != "multi_hot" and num_classes is not None:
+        raise InvalidInputError("num_classes is for a multi-hot target")
+    if isinstance(target, str):
+        return one, [target], num_classes or 0, None
+    keys = [str(k) for k in target]
+    if not keys:
+        raise InvalidInputError("target= needs at least one key")
+    if several is None:
+        raise InvalidInputError(f"a {target_type} target takes one key, not {target!r}")
+    return several, keys, 0, None
+
 
 _CROPS = ("random", "center", "centre", "random_resized", "three", "none")
 
@@ -44,10 +222,20 @@ class Batch:
     Attributes:
         frames: ``uint8`` array ``[B, T, H, W, 3]`` (C-contiguous; supports
             ``__dlpack__`` and the buffer protocol).
-        labels: ``int64`` array ``[B]``: class indices (-1 for an item
-            without a label).
+        targets: the target of each clip (``target=``): ``int64 [B]`` for
+            the default label or one key, ``int64 [B, K]`` for K keys,
+            ``float32 [B]`` / ``[B, K]`` for float keys, ``float32 [B,
+            num_classes]`` for a multi-hot target, ``int64`` or ``float32
+            [B, ...]`` as a target function returns it.
+        labels: the same array as ``targets``; for the default target,
+            ``int64 [B]`` class indices (-1 for an item without a label).
         ids: the item id of each clip.
-        indices: ``int64`` array ``[B, T]``: the frame indices of each clip.
+        sources: ``int64`` array ``[B]``: the source (its index in the
+            loader's sources) each clip came from.
+        segments: ``int64`` array ``[B, 2]``: the frames ``[start, end)`` of
+            each clip's sample, its segment or the whole item.
+        indices: ``int64`` array ``[B, T]``: the frame indices of each clip
+            (of its item, inside its segment).
         views: ``int64`` array ``[B]``: ``clip * crops + crop`` of each clip
             (several clips per item or ``crop="three"``), else 0.
         skipped: ``(id, reason)`` of clips left out (``on_error="skip"``).
@@ -57,15 +245,18 @@ class Batch:
             in the epoch's global order (before the split between ranks);
             over all ranks, each position of an epoch is served once.
 
-    ``x, y = batch`` unpacks to ``(frames, labels)``.
+    ``x, y = batch`` unpacks to ``(frames, targets)``.
     """
 
     __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch",
-                 "positions")
+                 "positions", "targets", "sources", "segments")
 
     frames: npt.NDArray[np.uint8]
-    labels: npt.NDArray[np.int64]
+    labels: npt.NDArray[Any]
+    targets: npt.NDArray[Any]
     ids: list[str]
+    sources: npt.NDArray[np.int64]
+    segments: npt.NDArray[np.int64]
     indices: npt.NDArray[np.int64]
     views: npt.NDArray[np.int64]
     skipped: list[tuple[str, str]]
@@ -73,13 +264,17 @@ class Batch:
     epoch: int
     positions: npt.NDArray[np.int64]
 
-    def __init__(self, frames: npt.NDArray[np.uint8], labels: npt.NDArray[np.int64],
+    def __init__(self, frames: npt.NDArray[np.uint8], targets: npt.NDArray[Any],
                  ids: list[str], indices: npt.NDArray[np.int64], views: npt.NDArray[np.int64],
                  skipped: list[tuple[str, str]], index: int, epoch: int,
-                 positions: npt.NDArray[np.int64]) -> None:
+                 positions: npt.NDArray[np.int64], sources: npt.NDArray[np.int64],
+                 segments: npt.NDArray[np.int64]) -> None:
         self.frames = frames
-        self.labels = labels
+        self.targets = targets
+        self.labels = targets
         self.ids = ids
+        self.sources = sources
+        self.segments = segments
         self.indices = indices
         self.views = views
         self.skipped = skipped
@@ -108,7 +303,8 @@ def _size(size: Union[None, int, Tuple[int, int]]) -> Optional[Tuple[int, int]]:
 
 
 class ClipLoader:
-    """Batches of clips from the gulp directory ``path``.
+    """Batches of clips from the gulp directory ``path`` (or from several:
+    a list of paths and :class:`Source` objects).
 
     Sampling (the frames of a clip, from an item of ``n`` frames):
         ``frames``: frames per clip (``T``; 1 for images).
@@ -153,10 +349,32 @@ class ClipLoader:
 
     Labels: ``meta_data[0][label_key]`` of each item, numbered by the
     directory's ``label2idx.json`` (or by ``labels``, a dict); integer
-    labels are used as they are; -1 where an item has none.
+    labels are used as they are; -1 where an item has none. With several
+    sources each numbers its own labels, unless ``shared_labels=True`` (the
+    first source's index, then the others' new labels numbered after).
+
+    Data (keyword-only; evaluated once when the loader is made, never per
+    batch; see docs/loader.md):
+        ``ids``, ``where``, ``weights``: a :class:`Source`'s, for every
+        source that does not set its own (``ids`` with one source only).
+        ``sampler``: ``"uniform"`` or ``"balanced"`` (each class equally
+        often per epoch, ±1; small classes repeated). ``samples_per_epoch``:
+        the epoch's size, whatever the data's.
+        ``target``: a key (``int64 [B]``), several keys (``int64 [B, K]``),
+        a key holding a list of classes with ``num_classes`` (multi-hot
+        ``float32 [B, num_classes]``), a key with ``target_type="float"``
+        (``float32 [B]``; several: ``[B, K]``), or a function of the meta
+        returning a number or an array (``int64`` or ``float32 [B, ...]``;
+        ``None`` when missing). ``on_missing``: ``"raise"`` (an error naming
+        the directory, the item and the key) or ``"skip"`` (the sample is
+        left out and counted in ``missing``).
+        ``segments``: a meta key (or a :class:`Segments`): its list of
+        segments makes one sample per segment, clips drawn inside it;
+        keys of a segment's object win over the item's for its target.
     """
 
-    def __init__(self, path: _Path, frames: int = 8, sampling: str = "segments", step: int = 1,
+    def __init__(self, path: Union[_Path, Source, Sequence[Union[_Path, Source]]],
+                 frames: int = 8, sampling: str = "segments", step: int = 1,
                  resize: Optional[int] = 128, size: Union[None, int, Tuple[int, int]] = 112,
                  crop: Optional[str] = "random", flip: bool = True, batch_size: int = 8,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = True, rank: int = 0,
@@ -166,7 +384,13 @@ class ClipLoader:
                  ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
                  label_key: str = "label", labels: Optional[Mapping[str, int]] = None,
                  dct: str = "fast", codec: Optional[str] = None, strict: bool = True,
-                 local_world_size: Optional[int] = None) -> None:
+                 local_world_size: Optional[int] = None, ids: Optional[Ids] = None,
+                 where: Optional[Where] = None, weights: Optional[Weights] = None,
+                 sampler: str = "uniform", samples_per_epoch: Optional[int] = None,
+                 target: Union[None, str, Sequence[str], Callable[[Any], Any]] = None,
+                 target_type: Optional[str] = None, num_classes: Optional[int] = None,
+                 on_missing: str = "raise", segments: Union[None, str, Segments] = None,
+                 shared_labels: bool = False) -> None:
         if crop is None:
             crop = "none"
         if crop not in _CROPS:
@@ -177,10 +401,14 @@ class ClipLoader:
                 f"threads must be at least 1 (or None for the node's cores per rank), not {threads}")
         if local_world_size is not None and local_world_size < 1:
             raise InvalidInputError(f"local_world_size must be at least 1, not {local_world_size}")
-        self.path = str(path)
+        sources = _sources(path, ids, where, weights)
+        kind, keys, classes, function = _target(target, target_type, num_classes)
+        if isinstance(segments, str):
+            segments = Segments(segments)
+        self.path = sources[0].path
         self.skipped = 0
         self._native = _gulp.Loader(
-            self.path, frames=frames, sampling=sampling, step=step, clips=clips,
+            sources, frames=frames, sampling=sampling, step=step, clips=clips,
             resize=resize, size=_size(size), crop=crop,
             # tuple(): a list is accepted too.
             scale=cast("Tuple[float, float]", tuple(scale)),
@@ -193,6 +421,9 @@ class ClipLoader:
             label_index=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
             dct=dct, codec=codec, strict=strict,
             local_world_size=0 if local_world_size is None else local_world_size,
+            sampler=sampler, samples_per_epoch=samples_per_epoch, target=kind,
+            target_keys=keys, num_classes=classes, target_fn=function, on_missing=on_missing,
+            segments=segments, shared_labels=bool(shared_labels),
         )
 
     def __len__(self) -> int:
@@ -224,8 +455,24 @@ class ClipLoader:
 
     @property
     def items(self) -> int:
-        """Items in the directory."""
+        """Items kept (all sources)."""
         return self._native.items
+
+    @property
+    def samples_per_epoch(self) -> int:
+        """Samples of an epoch before the split between ranks: the sources'
+        shares added up."""
+        return self._native.epoch_samples
+
+    @property
+    def missing(self) -> int:
+        """Samples left out when the loader was made (``on_missing="skip"``)."""
+        return self._native.missing
+
+    @property
+    def sources(self) -> list[str]:
+        """Every source's directory, in the order of ``batch.sources``."""
+        return [os.fspath(p) for p in self._native.paths]
 
     @property
     def threads(self) -> int:
@@ -251,12 +498,33 @@ class ClipLoader:
         position is served once (ranks must resume from the same global
         step, as synchronous data-parallel training does). Raises
         ``InvalidInputError`` (a ``ValueError``) for a state of a loader
-        with another seed, data or options, naming what differs."""
+        with another seed, data, options, sources, subset (``ids``,
+        ``where``), weights or targets, naming what differs."""
         self._native.load_state_dict(dict(state))
 
     def __repr__(self) -> str:
         return (f"ClipLoader({self.path!r}, {self.items} items, {len(self)} batches, "
                 f"epoch {self.epoch}, {self.threads} threads)")
+
+
+def _sources(path: Union[_Path, Source, Sequence[Union[_Path, Source]]], ids: Optional[Ids],
+             where: Optional[Where], weights: Optional[Weights]) -> list[Source]:
+    """The loader's sources, the loader-wide ``ids``, ``where`` and
+    ``weights`` given to those that do not set their own."""
+    given = ([path] if isinstance(path, (str, os.PathLike, Source)) else list(path))
+    if not given:
+        raise InvalidInputError("a loader needs at least one directory")
+    if ids is not None and len(given) > 1:
+        raise InvalidInputError("ids= with several sources: give each gulp.Source its ids")
+    defaults = Source(".", ids=ids, where=where, weights=weights)
+    sources = []
+    for s in given:
+        source = copy.copy(s) if isinstance(s, Source) else Source(s)
+        for name in ("ids", "where", "weights"):
+            if getattr(source, name) is None:
+                setattr(source, name, getattr(defaults, name))
+        sources.append(source)
+    return sources
 
 
 _FRAMES = {"middle": "uniform", "random": "segments"}
@@ -280,10 +548,13 @@ class ImageLoader(ClipLoader):
     has one): ``"middle"``, ``"random"`` (a uniform frame when training,
     the middle otherwise) or an index (the last frame of a shorter item).
     ``batch.indices`` is then ``[B]``: the frame each image came from.
-    The other arguments are :class:`ClipLoader`'s.
+    The other arguments are :class:`ClipLoader`'s, and so are the data
+    options given as keywords (sources, ``ids``, ``where``, ``weights``,
+    ``sampler``, ``samples_per_epoch``, ``target``, ``segments``, ...).
     """
 
-    def __init__(self, path: _Path, size: Union[int, Tuple[int, int]] = 224,
+    def __init__(self, path: Union[_Path, Source, Sequence[Union[_Path, Source]]],
+                 size: Union[int, Tuple[int, int]] = 224,
                  resize: Optional[int] = None, crop: Optional[str] = "random_resized",
                  flip: bool = True, batch_size: int = 64, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = True, rank: int = 0, world_size: int = 1,
@@ -293,7 +564,7 @@ class ImageLoader(ClipLoader):
                  ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
                  label_key: str = "label", labels: Optional[Mapping[str, int]] = None,
                  dct: str = "fast", codec: Optional[str] = None, strict: bool = True,
-                 local_world_size: Optional[int] = None) -> None:
+                 local_world_size: Optional[int] = None, **data: Any) -> None:
         if isinstance(frame, str):
             if frame not in _FRAMES:
                 raise InvalidInputError(
@@ -308,7 +579,7 @@ class ImageLoader(ClipLoader):
             batch_size=batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last, rank=rank,
             world_size=world_size, threads=threads, prefetch=prefetch, train=train,
             scale=scale, ratio=ratio, on_error=on_error, label_key=label_key, labels=labels,
-            dct=dct, codec=codec, strict=strict, local_world_size=local_world_size)
+            dct=dct, codec=codec, strict=strict, local_world_size=local_world_size, **data)
 
     def __iter__(self) -> Iterator[Batch]:
         """The batches of the current epoch; ``batch.frames`` is ``[B, H, W,

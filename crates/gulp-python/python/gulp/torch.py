@@ -31,7 +31,8 @@ from .errors import GulpRuntimeError
 if TYPE_CHECKING:
     from ._gulp import _Path
 
-#: ``(frames, labels)``: ``uint8 [B, T, H, W, 3]`` and ``int64 [B]``.
+#: ``(frames, labels)``: ``uint8 [B, T, H, W, 3]`` and the batch's targets
+#: (``int64 [B]`` labels by default; see ``ClipLoader``'s ``target=``).
 _Tensors = Tuple[_torch.Tensor, _torch.Tensor]
 
 __all__ = ["ClipDataset", "ImageDataset", "to_tensors", "tensors"]

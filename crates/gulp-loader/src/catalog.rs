@@ -1,0 +1,505 @@
+//! What a loader knows of its data, read once when it is made: the items it
+//! keeps from each source (ids, subsets), their frame records, the samples
+//! (an item, or one segment of an item), each sample's target and weight,
+//! and the epoch's composition. Each chunk's meta is parsed, read for these
+//! and dropped: a rank keeps 12 bytes a frame, 24 an item, 4 to 8 a
+//! sample's target and, with segments, 12 a segment.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::OnceLock;
+
+use gulp_format::Value;
+use gulp_io::{ChunkReader, GulpDirectory, LABEL_FILE, LabelIndex};
+
+use crate::compose::{Composition, Draw, Sampler};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fnv;
+use crate::frames::FrameTable;
+use crate::options::LoaderOptions;
+use crate::source::{Amount, Source};
+use crate::targets::{LabelSpace, OnMissing, Problem, TargetTable};
+
+/// One source's directory and its data files.
+#[derive(Debug)]
+pub(crate) struct Dir {
+    pub(crate) dir: GulpDirectory,
+    /// Per chunk, its data file (opened on first use, without its meta).
+    readers: Vec<OnceLock<ChunkReader>>,
+}
+
+/// An item: 24 bytes (its id is the directory index's, by place).
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    pub(crate) source: u32,
+    pub(crate) chunk: u32,
+    /// Its place in its chunk's meta.
+    pub(crate) slot: u32,
+    pub(crate) frames: u32,
+    /// Its first record in the loader's [`FrameTable`].
+    pub(crate) first: usize,
+}
+
+/// A segment of an item: 12 bytes.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    item: u32,
+    start: u32,
+    end: u32,
+}
+
+/// The fingerprints of what a loader read, for [`crate::State`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Fingerprints {
+    pub(crate) sources: u64,
+    pub(crate) subset: u64,
+    pub(crate) weights: u64,
+    pub(crate) targets: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Catalog {
+    pub(crate) dirs: Vec<Dir>,
+    pub(crate) items: Vec<Item>,
+    /// Every item's records.
+    pub(crate) frames: FrameTable,
+    /// A sample's item and frames, when samples are segments; else sample
+    /// `k` is item `k`, all its frames.
+    spans: Option<Vec<Span>>,
+    pub(crate) targets: TargetTable,
+    pub(crate) composition: Composition,
+    /// Samples left out for a missing or unusable value
+    /// ([`OnMissing::Skip`]).
+    pub(crate) missing: usize,
+    pub(crate) fingerprints: Fingerprints,
+}
+
+impl Catalog {
+    /// The id of `item`, as its directory's index holds it.
+    pub(crate) fn id(&self, item: &Item) -> &str {
+        self.dirs[item.source as usize].dir.chunks()[item.chunk as usize]
+            .index()
+            .id(item.slot as usize)
+            .unwrap_or_default()
+    }
+
+    /// The data file of `item`'s chunk.
+    pub(crate) fn reader(&self, item: &Item) -> Result<&ChunkReader> {
+        let dir = &self.dirs[item.source as usize];
+        let cell = &dir.readers[item.chunk as usize];
+        if let Some(reader) = cell.get() {
+            return Ok(reader);
+        }
+        let entry = &dir.dir.chunks()[item.chunk as usize];
+        let reader = entry.data_reader(dir.dir.read_mode())?;
+        Ok(cell.get_or_init(|| reader))
+    }
+
+    /// Sample `sample`'s item and frames `start..end`.
+    pub(crate) fn sample(&self, sample: usize) -> (&Item, usize, usize) {
+        match &self.spans {
+            Some(spans) => {
+                let s = spans[sample];
+                (
+                    &self.items[s.item as usize],
+                    s.start as usize,
+                    s.end as usize,
+                )
+            }
+            None => {
+                let item = &self.items[sample];
+                (item, 0, item.frames as usize)
+            }
+        }
+    }
+
+    /// Reads every source.
+    pub(crate) fn open(sources: &[Source], options: &LoaderOptions) -> Result<Catalog> {
+        if sources.is_empty() {
+            return Err(Error::Config("a loader needs at least one source".into()));
+        }
+        let dirs = sources
+            .iter()
+            .map(|s| GulpDirectory::open(&s.path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let spaces = label_spaces(sources, &dirs, options)?;
+        let mut builder = Builder {
+            options,
+            items: Vec::with_capacity(dirs.iter().map(GulpDirectory::len).sum()),
+            frames: FrameTable::with_capacity(dirs.iter().map(GulpDirectory::n_frames).sum()),
+            spans: options.segments.as_ref().map(|_| Vec::new()),
+            targets: TargetTable::new(&options.target),
+            weights: sources.iter().any(|s| s.weights.is_some()).then(Vec::new),
+            samples: 0,
+            missing: 0,
+            subset: Fnv::default(),
+        };
+        if options.segments.is_none() {
+            builder.targets.reserve(builder.items.capacity());
+        }
+        let mut sizes = Vec::with_capacity(sources.len());
+        let mut firsts = Vec::with_capacity(sources.len());
+        for (k, (source, dir)) in sources.iter().zip(&dirs).enumerate() {
+            let first = builder.samples;
+            builder.source(k, source, dir, &spaces[k])?;
+            firsts.push(first);
+            sizes.push(u32::try_from(builder.samples - first).map_err(|_| {
+                Error::Config(format!("{}: more than 2^32 samples", source.path.display()))
+            })?);
+        }
+        let Builder {
+            mut items,
+            mut frames,
+            mut spans,
+            mut targets,
+            weights,
+            missing,
+            subset,
+            ..
+        } = builder;
+        items.shrink_to_fit();
+        frames.shrink();
+        targets.shrink();
+        if let Some(spans) = &mut spans {
+            spans.shrink_to_fit();
+        }
+        let mut catalog = Catalog {
+            dirs: dirs
+                .into_iter()
+                .map(|dir| Dir {
+                    readers: (0..dir.chunks().len()).map(|_| OnceLock::new()).collect(),
+                    dir,
+                })
+                .collect(),
+            items,
+            frames,
+            spans,
+            targets,
+            // Set below: the draws need the classes of the samples read.
+            composition: Composition::new(&[], &[], Vec::new(), None)?,
+            missing,
+            fingerprints: Fingerprints::default(),
+        };
+        let draws = catalog.draws(sources, options, &firsts, &sizes, weights.as_deref())?;
+        let amounts: Vec<Amount> = sources.iter().map(|s| s.amount).collect();
+        catalog.composition = Composition::new(&amounts, &sizes, draws, options.samples_per_epoch)?;
+        catalog.fingerprints = Fingerprints {
+            sources: Fnv::of_debug(&(
+                &amounts,
+                &sizes,
+                catalog.composition.counts().collect::<Vec<_>>(),
+                options.sampler,
+                options.samples_per_epoch,
+                &options.segments,
+                options.shared_labels,
+            )),
+            subset: subset.finish(),
+            weights: weights.map_or(0, |w| {
+                let mut h = Fnv::default();
+                w.iter().for_each(|x| h.write_u64(x.to_bits()));
+                h.finish()
+            }),
+            targets: catalog.targets.fingerprint(),
+        };
+        Ok(catalog)
+    }
+
+    /// How each source draws its samples.
+    fn draws(
+        &self,
+        sources: &[Source],
+        options: &LoaderOptions,
+        firsts: &[usize],
+        sizes: &[u32],
+        weights: Option<&[f64]>,
+    ) -> Result<Vec<Draw>> {
+        let mut draws = Vec::with_capacity(sources.len());
+        for (k, source) in sources.iter().enumerate() {
+            let range = firsts[k]..firsts[k] + sizes[k] as usize;
+            draws.push(match (options.sampler, weights) {
+                (Sampler::Balanced, Some(_)) => {
+                    return Err(Error::Config(
+                        "balanced sampling and per-item weights exclude each other".into(),
+                    ));
+                }
+                (Sampler::Balanced, None) => Draw::Balanced(self.classes(range, options)?),
+                (Sampler::Uniform, Some(w)) if source.weights.is_some() => {
+                    let part = &w[range];
+                    if part.iter().sum::<f64>() <= 0.0 && !part.is_empty() {
+                        return Err(Error::Config(format!(
+                            "{}: every item's weight is 0",
+                            source.path.display()
+                        )));
+                    }
+                    Draw::Weighted(part.to_vec())
+                }
+                (Sampler::Uniform, _) => Draw::Uniform,
+            });
+        }
+        Ok(draws)
+    }
+
+    /// The samples of `range` grouped by class (local indices), classes in
+    /// increasing order.
+    fn classes(
+        &self,
+        range: std::ops::Range<usize>,
+        options: &LoaderOptions,
+    ) -> Result<Vec<Vec<u32>>> {
+        if !self.targets.is_class() {
+            return Err(Error::Config(
+                "balanced sampling needs one class per sample: the default label or a single \
+                 key as the target"
+                    .into(),
+            ));
+        }
+        let mut classes: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+        let base = range.start;
+        for sample in range {
+            let class = self.targets.class_of(sample).unwrap_or(-1);
+            if class < 0 {
+                let (item, _, _) = self.sample(sample);
+                return Err(Error::Meta {
+                    path: self.dirs[item.source as usize].dir.path().to_owned(),
+                    id: self.id(item).to_owned(),
+                    key: self.targets.key_name(&options.labels.key),
+                    reason: "balanced sampling needs a class for every sample".into(),
+                });
+            }
+            #[allow(clippy::cast_possible_truncation)] // the source has < 2^32 samples
+            classes
+                .entry(class)
+                .or_default()
+                .push((sample - base) as u32);
+        }
+        Ok(classes.into_values().collect())
+    }
+}
+
+/// The label index of each source: its own (given, else the loader's, else
+/// its directory's file), or one shared by all (`shared_labels`: the first
+/// index's numbering, then the labels of the others not yet in it,
+/// numbered after in name order).
+fn label_spaces(
+    sources: &[Source],
+    dirs: &[GulpDirectory],
+    options: &LoaderOptions,
+) -> Result<Vec<LabelSpace>> {
+    let mut spaces = Vec::with_capacity(sources.len());
+    for (source, dir) in sources.iter().zip(dirs) {
+        let given = source.labels.as_ref().or(options.labels.index.as_ref());
+        spaces.push(match given {
+            Some(pairs) => LabelSpace {
+                index: Some(LabelIndex::from_pairs(
+                    dir.path(),
+                    pairs.iter().map(|(l, i)| (l.as_str(), *i)),
+                )?),
+                name: "the labels given".into(),
+            },
+            None => LabelSpace {
+                index: LabelIndex::read(dir.path())?,
+                name: dir.path().join(LABEL_FILE).display().to_string(),
+            },
+        });
+    }
+    if options.shared_labels && spaces.len() > 1 {
+        let mut shared: Option<LabelIndex> = None;
+        for index in spaces.iter().filter_map(|s| s.index.as_ref()) {
+            match &mut shared {
+                None => shared = Some(index.clone()),
+                Some(shared) => shared.extend(index.iter().map(|(label, _)| label)),
+            }
+        }
+        let name = format!(
+            "the labels shared by the sources ({})",
+            spaces
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let shared = LabelSpace {
+            index: shared,
+            name,
+        };
+        spaces = vec![shared; spaces.len()];
+    }
+    Ok(spaces)
+}
+
+/// The tables being filled, source after source.
+struct Builder<'o> {
+    options: &'o LoaderOptions,
+    items: Vec<Item>,
+    frames: FrameTable,
+    spans: Option<Vec<Span>>,
+    targets: TargetTable,
+    /// Each sample's weight, when a source has weights (1 for the samples
+    /// of the others).
+    weights: Option<Vec<f64>>,
+    samples: usize,
+    missing: usize,
+    /// The ids kept.
+    subset: Fnv,
+}
+
+impl Builder<'_> {
+    /// A problem with a sample: counted and left out
+    /// ([`OnMissing::Skip`]), or the error.
+    fn problem(&mut self, dir: &Path, id: &str, p: Problem) -> Result<()> {
+        if p.skippable && self.options.on_missing == OnMissing::Skip {
+            self.missing += 1;
+            return Ok(());
+        }
+        Err(Error::Meta {
+            path: dir.to_owned(),
+            id: id.to_owned(),
+            key: p.key,
+            reason: p.reason,
+        })
+    }
+
+    fn source(
+        &mut self,
+        k: usize,
+        source: &Source,
+        dir: &GulpDirectory,
+        labels: &LabelSpace,
+    ) -> Result<()> {
+        let path = dir.path();
+        let wanted: Option<HashSet<&str>> = source
+            .ids
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str).collect());
+        if let Some(wanted) = &wanted {
+            let mut absent: Vec<&str> = wanted
+                .iter()
+                .copied()
+                .filter(|id| !dir.contains(id))
+                .collect();
+            absent.sort_unstable();
+            if let Some(first) = absent.first() {
+                return Err(Error::Config(format!(
+                    "{}: {} of the ids asked for are not in the directory, the first {first:?}",
+                    path.display(),
+                    absent.len()
+                )));
+            }
+        }
+        self.subset.write_str(&format!("source {k}"));
+        let null = Value::Null;
+        let too_many = |id: &str, what: &str| Error::Clip {
+            id: id.to_owned(),
+            reason: format!("{what} out of the loader's range (in {})", path.display()),
+        };
+        for (chunk, entry) in dir.chunks().iter().enumerate() {
+            let meta = entry.read_meta()?;
+            for (slot, (id, item)) in meta.iter().enumerate() {
+                if wanted.as_ref().is_some_and(|w| !w.contains(id)) {
+                    continue;
+                }
+                let m = item.first_meta_data().unwrap_or(&null);
+                if let Some(keep) = &source.filter {
+                    let keep = keep(id, m).map_err(|reason| Error::Meta {
+                        path: path.to_owned(),
+                        id: id.to_owned(),
+                        key: "where".into(),
+                        reason,
+                    })?;
+                    if !keep {
+                        continue;
+                    }
+                }
+                if item.frame_info.is_empty() {
+                    return Err(Error::Clip {
+                        id: id.to_owned(),
+                        reason: format!("item has no frames (in {})", path.display()),
+                    });
+                }
+                let n = item.frame_info.len();
+                let frames = u32::try_from(n).map_err(|_| too_many(id, "frames"))?;
+                let index = u32::try_from(self.items.len()).map_err(|_| too_many(id, "item"))?;
+                let added = self.samples_of(path, id, m, n, index, labels)?;
+                if added == 0 {
+                    continue;
+                }
+                if let Some(weights) = &mut self.weights {
+                    let w = match &source.weights {
+                        Some(weigh) => weigh(id, m).map_err(|reason| Error::Meta {
+                            path: path.to_owned(),
+                            id: id.to_owned(),
+                            key: "weights".into(),
+                            reason,
+                        })?,
+                        None => 1.0,
+                    };
+                    if !(w.is_finite() && w >= 0.0) {
+                        return Err(Error::Meta {
+                            path: path.to_owned(),
+                            id: id.to_owned(),
+                            key: "weights".into(),
+                            reason: format!("weight {w}: weights are finite and at least 0"),
+                        });
+                    }
+                    weights.extend(std::iter::repeat_n(w, added));
+                }
+                self.subset.write_str(id);
+                self.samples += added;
+                self.items.push(Item {
+                    source: u32::try_from(k).map_err(|_| too_many(id, "source"))?,
+                    chunk: u32::try_from(chunk).map_err(|_| too_many(id, "chunk"))?,
+                    slot: u32::try_from(slot).map_err(|_| too_many(id, "item"))?,
+                    frames,
+                    first: self.frames.push_item(&item.frame_info),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the samples of item number `index` (`id`, meta `m`, `n`
+    /// frames): itself, or each of its segments; returns how many.
+    fn samples_of(
+        &mut self,
+        path: &Path,
+        id: &str,
+        m: &Value,
+        n: usize,
+        index: u32,
+        labels: &LabelSpace,
+    ) -> Result<usize> {
+        let key = self.options.labels.key.as_str();
+        let Some(segments) = &self.options.segments else {
+            return match self.targets.push(id, m, None, key, labels) {
+                Ok(()) => Ok(1),
+                Err(p) => self.problem(path, id, p).map(|()| 0),
+            };
+        };
+        let (list, rate) = match segments.list(m).and_then(|l| Ok((l, segments.rate(m, n)?))) {
+            Ok(found) => found,
+            Err(p) => return self.problem(path, id, p).map(|()| 0),
+        };
+        let mut added = 0;
+        for (k, segment) in list.iter().enumerate() {
+            let span = segments.span(k, segment, rate, n).and_then(|span| {
+                self.targets.push(id, m, Some(segment), key, labels)?;
+                Ok(span)
+            });
+            match span {
+                Ok((start, end)) => {
+                    if let Some(spans) = &mut self.spans {
+                        #[allow(clippy::cast_possible_truncation)] // frames < 2^32, checked
+                        spans.push(Span {
+                            item: index,
+                            start: start as u32,
+                            end: end as u32,
+                        });
+                    }
+                    added += 1;
+                }
+                Err(p) => self.problem(path, id, p)?,
+            }
+        }
+        Ok(added)
+    }
+}

@@ -1,0 +1,176 @@
+//! Everything a loader does, as one value: sampling, transforms, batches,
+//! order, threads, labels and targets, the sampler and segments.
+
+use gulp_io::DecodeOptions;
+
+use crate::compose::Sampler;
+use crate::error::{Error, Result};
+use crate::order::Order;
+use crate::sampling::Sampling;
+use crate::segments::Segments;
+use crate::targets::{OnMissing, Target};
+use crate::transform::Spatial;
+
+/// What to do with a clip whose frame fails to decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// Stop: the batch's error names the id, the frame and the byte offset.
+    #[default]
+    Raise,
+    /// Leave the clip out of its batch (which is then smaller), count it and
+    /// say why in [`crate::Batch::skipped`].
+    Skip,
+}
+
+/// Where labels come from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Labels {
+    /// The key of the item's meta (`meta_data[0]`) holding its label (of
+    /// the segment first, for segments).
+    pub key: String,
+    /// Label → class index of string labels (of every target's string
+    /// classes); `None` reads the directory's `label2idx.json` (if it has
+    /// none, integer labels are used as they are, and an item whose label
+    /// is a string is an error). A [`crate::Source::labels`] wins over it.
+    pub index: Option<Vec<(String, i64)>>,
+}
+
+/// Everything a loader does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoaderOptions {
+    /// Frames per clip (`T`); 1 for images.
+    pub frames: usize,
+    /// How a clip's frames are chosen.
+    pub sampling: Sampling,
+    /// Distance between frames of a window (window and dense sampling).
+    pub step: usize,
+    /// Clips taken from each item (evaluation: evenly placed).
+    pub clips: usize,
+    /// Resize, crop and flip.
+    pub spatial: Spatial,
+    /// Clips per batch (`B`).
+    pub batch_size: usize,
+    /// Shuffle, seed, ranks.
+    pub order: Order,
+    /// Training: random clip positions, crops and flips. Otherwise clips
+    /// are placed evenly and crops centred.
+    pub train: bool,
+    /// Decoding threads; 0 for the cores divided among the ranks of this
+    /// node (see [`crate::default_threads`]).
+    pub threads: usize,
+    /// Ranks (processes with a loader) on this node, among which the cores
+    /// are divided when `threads` is 0; 0 reads `LOCAL_WORLD_SIZE`
+    /// (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1.
+    pub local_world_size: usize,
+    /// Batches in flight per thread (decoded ahead of the consumer).
+    pub prefetch: usize,
+    /// A clip that fails to decode.
+    pub on_error: OnError,
+    /// Labels.
+    pub labels: Labels,
+    /// Codec, DCT and strictness of decoding (scale, crop and colour are the
+    /// loader's).
+    pub decode: DecodeOptions,
+    /// How each source's samples are drawn: uniformly (or by per-item
+    /// weights), or balanced over classes.
+    pub sampler: Sampler,
+    /// Samples per epoch, whatever the data's size (the sources' shares
+    /// rounded to add up to it); `None`: as many as the sources give.
+    pub samples_per_epoch: Option<usize>,
+    /// What [`crate::Batch::targets`] holds.
+    pub target: Target,
+    /// A sample whose target (or segment) is missing or unusable.
+    pub on_missing: OnMissing,
+    /// Samples are the segments listed in each item's meta, not whole
+    /// items.
+    pub segments: Option<Segments>,
+    /// One label index for every source (the first source's, then the new
+    /// labels of the others numbered after), not one per source.
+    pub shared_labels: bool,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> LoaderOptions {
+        LoaderOptions {
+            frames: 8,
+            sampling: Sampling::Segments,
+            step: 1,
+            clips: 1,
+            spatial: Spatial {
+                resize: Some(128),
+                size: Some((112, 112)),
+                crop: crate::CropMode::Random,
+                flip: true,
+            },
+            batch_size: 8,
+            order: Order::default(),
+            train: true,
+            threads: 0,
+            local_world_size: 0,
+            prefetch: 2,
+            on_error: OnError::Raise,
+            labels: Labels {
+                key: "label".into(),
+                index: None,
+            },
+            decode: DecodeOptions::default(),
+            sampler: Sampler::Uniform,
+            samples_per_epoch: None,
+            target: Target::Label,
+            on_missing: OnMissing::Raise,
+            segments: None,
+            shared_labels: false,
+        }
+    }
+}
+
+/// Checks what can be checked before any data is read.
+pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
+    let bad = |m: &str| Err(Error::Config(m.to_owned()));
+    if o.frames == 0 {
+        return bad("frames must be at least 1");
+    }
+    if o.step == 0 {
+        return bad("step must be at least 1");
+    }
+    if o.clips == 0 {
+        return bad("clips must be at least 1");
+    }
+    if o.batch_size == 0 {
+        return bad("batch_size must be at least 1");
+    }
+    if o.order.world_size == 0 || o.order.rank >= o.order.world_size {
+        return Err(Error::Config(format!(
+            "rank {} is not in 0..world_size ({})",
+            o.order.rank, o.order.world_size
+        )));
+    }
+    if o.spatial.resize == Some(0) {
+        return bad("resize must be at least 1 pixel");
+    }
+    if let Some((h, w)) = o.spatial.size {
+        if h == 0 || w == 0 {
+            return bad("size must be at least 1x1 pixel");
+        }
+    } else if o.spatial.crop != crate::CropMode::None {
+        return bad("a crop needs a size");
+    }
+    if let Some(segments) = &o.segments {
+        segments.check().map_err(Error::Config)?;
+    }
+    if let Target::MultiHot { classes: 0, .. } = o.target {
+        return bad("a multi-hot target needs num_classes of at least 1");
+    }
+    if o.samples_per_epoch == Some(0) {
+        return bad("samples_per_epoch must be at least 1");
+    }
+    if let crate::CropMode::RandomResized { scale, ratio } = o.spatial.crop {
+        let ok = |(a, b): (f64, f64), lo: f64| a.is_finite() && b.is_finite() && lo < a && a <= b;
+        if !ok(scale, 0.0) || scale.1 > 1.0 || !ok(ratio, 0.0) {
+            return bad(
+                "random_resized needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max",
+            );
+        }
+    }
+    Ok(())
+}
