@@ -613,6 +613,10 @@ pub struct LoaderArgs {
     /// Seed of the shuffle and the random draws.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Shuffle by chunks, N chunks shuffled together (for a bucket read
+    /// through a node cache smaller than the data; see docs/loader.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub shuffle_chunks: Option<u64>,
 }
 
 /// The inverse DCT `gulp bench` decodes with.

@@ -48,7 +48,7 @@ pub fn set_cache(args: &CacheArgs) -> Result<()> {
 }
 
 /// How directories are opened ([`set_cache`]).
-fn directory_options() -> DirectoryOptions {
+pub(crate) fn directory_options() -> DirectoryOptions {
     OPEN.get().cloned().unwrap_or_default()
 }
 

@@ -225,13 +225,13 @@ pub struct GulpDirectory {
 
 /// How a directory is opened ([`GulpDirectory::options`]): the read mode
 /// and, for a directory in an object store, the node cache.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirectoryOptions {
     mode: ReadMode,
     cache: CacheChoice,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 enum CacheChoice {
     /// `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT`, if set.
     #[default]

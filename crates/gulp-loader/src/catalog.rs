@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use gulp_format::Value;
 use gulp_io::{ChunkReader, GulpDirectory, LABEL_FILE, LabelIndex};
@@ -24,9 +24,13 @@ use crate::targets::{LabelSpace, OnMissing, Problem, TargetTable};
 #[derive(Debug)]
 pub(crate) struct Dir {
     pub(crate) dir: GulpDirectory,
-    /// Per chunk, its data file (opened on first use, without its meta).
-    readers: Vec<OnceLock<ChunkReader>>,
+    /// Per chunk, its data file (opened on first use, without its meta;
+    /// from a node cache, dropped after its last use in a pass).
+    readers: Vec<Mutex<Option<Arc<ChunkReader>>>>,
 }
+
+/// A chunk of one of the loader's sources: (source, chunk index).
+pub(crate) type ChunkKey = (u32, u32);
 
 /// An item: 24 bytes (its id is the directory index's, by place).
 #[derive(Debug, Clone)]
@@ -84,15 +88,46 @@ impl Catalog {
     }
 
     /// The data file of `item`'s chunk.
-    pub(crate) fn reader(&self, item: &Item) -> Result<&ChunkReader> {
-        let dir = &self.dirs[item.source as usize];
-        let cell = &dir.readers[item.chunk as usize];
-        if let Some(reader) = cell.get() {
-            return Ok(reader);
+    pub(crate) fn reader(&self, item: &Item) -> Result<Arc<ChunkReader>> {
+        self.reader_of((item.source, item.chunk))
+    }
+
+    /// The data file of chunk `key`, opened if it is not (from a node
+    /// cache, fetched first if missing: a thread that wants a chunk being
+    /// opened waits for it).
+    pub(crate) fn reader_of(&self, (source, chunk): ChunkKey) -> Result<Arc<ChunkReader>> {
+        let dir = &self.dirs[source as usize];
+        let mut cell = dir.readers[chunk as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(reader) = &*cell {
+            return Ok(Arc::clone(reader));
         }
-        let entry = &dir.dir.chunks()[item.chunk as usize];
-        let reader = entry.data_reader(dir.dir.read_mode())?;
-        Ok(cell.get_or_init(|| reader))
+        let entry = &dir.dir.chunks()[chunk as usize];
+        let reader = Arc::new(entry.data_reader(dir.dir.read_mode())?);
+        *cell = Some(Arc::clone(&reader));
+        Ok(reader)
+    }
+
+    /// Drops the loader's hold on chunk `key`'s data file: from a node
+    /// cache, it may then be evicted once the batches using it are done.
+    pub(crate) fn release(&self, (source, chunk): ChunkKey) {
+        let dir = &self.dirs[source as usize];
+        *dir.readers[chunk as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Whether source `source` is read through a node cache (its chunks
+    /// are then fetched ahead and released after use).
+    pub(crate) fn is_cached(&self, source: u32) -> bool {
+        self.dirs[source as usize].dir.cache_dir().is_some()
+    }
+
+    /// The chunk sample `sample` is read from.
+    pub(crate) fn chunk_of(&self, sample: usize) -> ChunkKey {
+        let (item, _, _) = self.sample(sample);
+        (item.source, item.chunk)
     }
 
     /// Sample `sample`'s item and frames `start..end`.
@@ -120,7 +155,7 @@ impl Catalog {
         }
         let dirs = sources
             .iter()
-            .map(|s| GulpDirectory::open(&s.path))
+            .map(|s| options.open.open(&s.path))
             .collect::<Result<Vec<_>, _>>()?;
         let spaces = label_spaces(sources, &dirs, options)?;
         let mut builder = Builder {
@@ -167,7 +202,7 @@ impl Catalog {
             dirs: dirs
                 .into_iter()
                 .map(|dir| Dir {
-                    readers: (0..dir.chunks().len()).map(|_| OnceLock::new()).collect(),
+                    readers: (0..dir.chunks().len()).map(|_| Mutex::new(None)).collect(),
                     dir,
                 })
                 .collect(),

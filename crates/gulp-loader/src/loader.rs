@@ -11,13 +11,15 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use gulp_format::FrameInfo;
 
-use crate::catalog::{Catalog, Item};
+use crate::catalog::{Catalog, ChunkKey, Item};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fnv;
 use crate::options::{LoaderOptions, OnError, check_options};
 use crate::order::Slot;
+use crate::prefetch::Schedule;
 use crate::rng::Rng;
 use crate::sampling::{Placement, clip_indices};
+use crate::shuffle::block_shuffle;
 use crate::source::Source;
 use crate::targets::Targets;
 use crate::transform::{Geometry, Renderer};
@@ -119,14 +121,21 @@ pub struct State {
     pub weights: u64,
     /// A fingerprint of the target and of every sample's value.
     pub targets: u64,
+    /// The world size the epoch's order is laid out for: `world_size`, but
+    /// in an epoch resumed on another world size, the one it began on. Only
+    /// a shuffle by chunks lays the order out per world size (each rank its
+    /// own chunks); the rest of such an epoch keeps that order.
+    pub layout: usize,
 }
 
-/// The epoch, where this rank's share of it began, and the next batch.
+/// The epoch, where this rank's share of it began, the next batch, and the
+/// world size the epoch's order is laid out for (0: this loader's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Cursor {
     epoch: u64,
     start: usize,
     batch: usize,
+    layout: usize,
 }
 
 impl Cursor {
@@ -320,7 +329,7 @@ impl Loader {
             o.clips,
             &o.spatial,
             o.batch_size,
-            (o.order.shuffle, o.order.drop_last),
+            (o.order.shuffle, o.order.drop_last, o.order.chunk_window),
             o.train,
             &o.labels,
             o.decode,
@@ -353,6 +362,15 @@ impl Loader {
             subset: self.inner.catalog.fingerprints.subset,
             weights: self.inner.catalog.fingerprints.weights,
             targets: self.inner.catalog.fingerprints.targets,
+            layout: self.layout(cursor),
+        }
+    }
+
+    /// The world size `cursor`'s epoch is laid out for.
+    fn layout(&self, cursor: Cursor) -> usize {
+        match cursor.layout {
+            0 => self.inner.options.order.world_size,
+            n => n,
         }
     }
 
@@ -396,6 +414,7 @@ impl Loader {
                 epoch: state.epoch,
                 start: state.start,
                 batch: state.batch,
+                layout: state.layout,
             });
             return Ok(());
         }
@@ -419,18 +438,31 @@ impl Loader {
                 epoch: state.epoch,
                 start: position,
                 batch: 0,
+                layout: state.layout,
             }
         });
         Ok(())
     }
 
     /// The clips of this rank in `epoch` from global position `start`, in
-    /// order: the epoch's composition, shuffled, split between the ranks.
-    fn plan(&self, epoch: u64, start: usize) -> Vec<Sample> {
+    /// order: the epoch's composition, shuffled (by chunks, laid out for
+    /// `layout` ranks), split between the ranks.
+    fn plan(&self, epoch: u64, start: usize, layout: usize) -> Vec<Sample> {
         let o = &self.inner.options;
         let crops = o.spatial.crop.views();
-        let mut order = self.inner.catalog.composition.epoch(o.order.seed, epoch);
-        o.order.arrange(&mut order, epoch);
+        let catalog = &self.inner.catalog;
+        let mut order = catalog.composition.epoch(o.order.seed, epoch);
+        match o.order.chunk_window {
+            Some(window) if o.order.shuffle => block_shuffle(
+                &mut order,
+                |&s| catalog.chunk_of(s as usize),
+                window,
+                o.order.seed,
+                epoch,
+                layout,
+            ),
+            _ => o.order.arrange(&mut order, epoch),
+        }
         o.order
             .slots_from(&order, start)
             .into_iter()
@@ -453,21 +485,23 @@ impl Loader {
         } else {
             cursor.batch
         };
-        let samples = Arc::new(self.plan(epoch, cursor.start));
+        let samples = Arc::new(self.plan(epoch, cursor.start, self.layout(cursor)));
         let inner = Arc::clone(&self.inner);
         let end = self.len();
         let in_flight = (inner.threads * inner.options.prefetch.max(1)).max(1);
+        let schedule = self.schedule(&samples, start, end).map(Arc::new);
         let (job_tx, job_rx) = crossbeam_channel::unbounded::<usize>();
         let (res_tx, res_rx) = crossbeam_channel::unbounded();
         let cancel = Arc::new(AtomicBool::new(false));
         let workers = (0..inner.threads.min(end.saturating_sub(start)).max(1))
             .map(|_| {
-                let (inner, samples, job_rx, res_tx, cancel) = (
+                let (inner, samples, job_rx, res_tx, cancel, schedule) = (
                     Arc::clone(&inner),
                     Arc::clone(&samples),
                     job_rx.clone(),
                     res_tx.clone(),
                     Arc::clone(&cancel),
+                    schedule.clone(),
                 );
                 std::thread::spawn(move || {
                     let mut renderer = Renderer::default();
@@ -477,6 +511,9 @@ impl Loader {
                         }
                         let batch =
                             make_batch(&inner, &samples, epoch, index, &mut renderer, &cancel);
+                        if let Some(schedule) = &schedule {
+                            schedule.done(&inner.catalog, index);
+                        }
                         if res_tx.send((index, batch)).is_err() {
                             break;
                         }
@@ -484,10 +521,19 @@ impl Loader {
                 })
             })
             .collect();
+        // From a node cache: the chunks of the batches after those in
+        // flight, fetched ahead.
+        let fetcher = schedule.clone().map(|schedule| {
+            let (inner, cancel) = (Arc::clone(&inner), Arc::clone(&cancel));
+            std::thread::spawn(move || {
+                schedule.fetch_ahead(&inner.catalog, 2 * in_flight, &cancel);
+            })
+        });
         let mut batches = Batches {
             cursor: Arc::clone(&self.cursor),
             epoch,
             share: cursor.start,
+            layout: cursor.layout,
             next: start,
             dispatched: start,
             end,
@@ -496,11 +542,38 @@ impl Loader {
             results: res_rx,
             ready: BTreeMap::new(),
             workers,
+            fetcher,
+            schedule,
+            inner: Arc::clone(&self.inner),
             cancel,
             failed: false,
         };
         batches.dispatch();
         batches
+    }
+
+    /// The cached chunks each batch `start..end` of the pass reads; `None`
+    /// when no source is read through a node cache.
+    fn schedule(&self, samples: &[Sample], start: usize, end: usize) -> Option<Schedule> {
+        let catalog = &self.inner.catalog;
+        if !catalog.dirs.iter().any(|d| d.dir.cache_dir().is_some()) {
+            return None;
+        }
+        let b = self.inner.options.batch_size;
+        let per_batch = (start..end)
+            .map(|index| {
+                let from = (index * b).min(samples.len());
+                let mut keys: Vec<ChunkKey> = samples[from..(from + b).min(samples.len())]
+                    .iter()
+                    .map(|s| catalog.chunk_of(s.slot.sample))
+                    .filter(|(source, _)| catalog.is_cached(*source))
+                    .collect();
+                keys.sort_unstable();
+                keys.dedup();
+                keys
+            })
+            .collect();
+        Schedule::new(start, per_batch)
     }
 }
 
@@ -597,8 +670,11 @@ fn make_batch(
             }
             Err(e) => {
                 frames.truncate(start);
+                // A store's failure (the network, the server) is not the
+                // clip's: it stops the pass, which resumes from the state.
+                let remote = matches!(&e, Error::Io(io) if matches!(io.kind(), gulp_io::ErrorKind::Remote { .. }));
                 match (o.on_error, &e) {
-                    (OnError::Skip, Error::Io(_) | Error::Clip { .. }) => {
+                    (OnError::Skip, Error::Io(_) | Error::Clip { .. }) if !remote => {
                         batch.skipped.push(Skipped {
                             id: catalog.id(item).to_owned(),
                             reason: e.to_string(),
@@ -701,6 +777,8 @@ pub struct Batches {
     epoch: u64,
     /// Where this rank's share of the epoch began (the cursor's `start`).
     share: usize,
+    /// The cursor's `layout`.
+    layout: usize,
     next: usize,
     dispatched: usize,
     end: usize,
@@ -709,6 +787,10 @@ pub struct Batches {
     results: Receiver<(usize, Result<Batch>)>,
     ready: BTreeMap<usize, Result<Batch>>,
     workers: Vec<JoinHandle<()>>,
+    /// The thread fetching chunks ahead from a node cache.
+    fetcher: Option<JoinHandle<()>>,
+    schedule: Option<Arc<Schedule>>,
+    inner: Arc<Inner>,
     cancel: Arc<AtomicBool>,
     failed: bool,
 }
@@ -735,10 +817,13 @@ impl Batches {
     fn stop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
         self.jobs = None;
-        for worker in self.workers.drain(..) {
+        for worker in self.workers.drain(..).chain(self.fetcher.take()) {
             // A worker only panics on a bug; the batch it was making is
             // then reported missing below.
             let _ = worker.join();
+        }
+        if let Some(schedule) = self.schedule.take() {
+            schedule.release_all(&self.inner.catalog);
         }
     }
 }
@@ -783,9 +868,13 @@ impl Iterator for Batches {
                         epoch: self.epoch,
                         start: self.share,
                         batch: self.next,
+                        layout: self.layout,
                     }
                 };
             }
+        }
+        if let Some(schedule) = &self.schedule {
+            schedule.consumed(self.next);
         }
         self.dispatch();
         Some(result)

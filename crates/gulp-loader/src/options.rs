@@ -1,7 +1,7 @@
 //! Everything a loader does, as one value: sampling, transforms, batches,
 //! order, threads, labels and targets, the sampler and segments.
 
-use gulp_io::DecodeOptions;
+use gulp_io::{DecodeOptions, DirectoryOptions};
 
 use crate::compose::Sampler;
 use crate::error::{Error, Result};
@@ -87,6 +87,11 @@ pub struct LoaderOptions {
     /// One label index for every source (the first source's, then the new
     /// labels of the others numbered after), not one per source.
     pub shared_labels: bool,
+    /// How the sources' directories are opened: for `s3://` ones, the node
+    /// cache (by default the one `GULP_CACHE_DIR` names, if set). With a
+    /// cache, the loader fetches the chunks the next batches need ahead of
+    /// the decoding threads, and releases each after its last use.
+    pub open: DirectoryOptions,
 }
 
 impl Default for LoaderOptions {
@@ -120,6 +125,7 @@ impl Default for LoaderOptions {
             on_missing: OnMissing::Raise,
             segments: None,
             shared_labels: false,
+            open: DirectoryOptions::default(),
         }
     }
 }
@@ -163,6 +169,9 @@ pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
     }
     if o.samples_per_epoch == Some(0) {
         return bad("samples_per_epoch must be at least 1");
+    }
+    if o.order.chunk_window == Some(0) {
+        return bad("a shuffle by chunks needs windows of at least 1 chunk");
     }
     if let crate::CropMode::RandomResized { scale, ratio } = o.spatial.crop {
         let ok = |(a, b): (f64, f64), lo: f64| a.is_finite() && b.is_finite() && lo < a && a <= b;

@@ -9,6 +9,12 @@ use crate::rng::Rng;
 pub struct Order {
     /// Shuffle the samples each epoch (seeded by `seed` and the epoch).
     pub shuffle: bool,
+    /// With `shuffle`, shuffle by chunks: the chunks in a random order, the
+    /// samples of each window of this many chunks shuffled together, and
+    /// each rank given its own chunks (see `shuffle.rs`), so that a node
+    /// cache smaller than the data fetches each chunk about once per epoch.
+    /// `None` shuffles all samples together.
+    pub chunk_window: Option<usize>,
     /// The seed of the shuffle and of every random draw.
     pub seed: u64,
     /// PyTorch's `drop_last`: drop the tail that does not divide among the
@@ -29,6 +35,7 @@ impl Default for Order {
     fn default() -> Order {
         Order {
             shuffle: true,
+            chunk_window: None,
             seed: 0,
             drop_last: false,
             rank: 0,

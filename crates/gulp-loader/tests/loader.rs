@@ -1366,3 +1366,162 @@ fn segment_clips_fall_inside_their_segments() {
     let loader = Loader::open(&fx.dir, skip).expect("open");
     assert_eq!((loader.missing(), loader.epoch_samples()), (10, 0));
 }
+
+/// 48 items of 2 frames (64x48) in 8 chunks of 6: item `k` is `chunk-k`,
+/// in chunk `k / 6`.
+fn chunked_dir() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("chunks");
+    let frames = ffmpeg_frames("testsrc2", 64, 48, 2);
+    let items: Vec<_> = (0..48)
+        .map(|k| (format!("chunk-{k}"), "bars".to_owned(), frames.clone()))
+        .collect();
+    write_dir(&dir, &items, 0, 6, &mut HashMap::new());
+    (tmp, dir)
+}
+
+/// Training options of a shuffle by chunks (windows of `window` chunks),
+/// batches of 2 clips, on `rank` of `world_size`.
+fn by_chunks(window: usize, rank: usize, world_size: usize, threads: usize) -> LoaderOptions {
+    LoaderOptions {
+        frames: 2,
+        sampling: Sampling::Uniform,
+        spatial: Spatial {
+            resize: None,
+            size: Some((40, 40)),
+            crop: CropMode::Random,
+            flip: true,
+        },
+        batch_size: 2,
+        order: Order {
+            shuffle: true,
+            chunk_window: Some(window),
+            seed: 3,
+            rank,
+            world_size,
+            drop_last: false,
+        },
+        train: true,
+        threads,
+        labels: gulp_loader::Labels {
+            key: "label".into(),
+            index: Some(vec![("bars".into(), 0)]),
+        },
+        ..LoaderOptions::default()
+    }
+}
+
+fn chunk_of(id: &str) -> usize {
+    id.trim_start_matches("chunk-")
+        .parse::<usize>()
+        .expect("id")
+        / 6
+}
+
+#[test]
+fn a_shuffle_by_chunks_gives_each_rank_its_own_chunks() {
+    let (_tmp, dir) = chunked_dir();
+    let ids = |options: LoaderOptions| -> Vec<String> {
+        let mut loader = Loader::open(&dir, options).expect("open");
+        collect(&mut loader)
+            .into_iter()
+            .flat_map(|b| b.ids)
+            .collect()
+    };
+    // 2 ranks, windows of 2 chunks: each rank reads 4 chunks of its own,
+    // 2 at a time (each 12 consecutive clips are one window's).
+    let mut seen = Vec::new();
+    let mut chunks_of_rank = Vec::new();
+    for rank in 0..2 {
+        let mine = ids(by_chunks(2, rank, 2, 2));
+        assert_eq!(mine.len(), 24);
+        for window in mine.chunks(12) {
+            let mut c: Vec<usize> = window.iter().map(|id| chunk_of(id)).collect();
+            c.sort_unstable();
+            c.dedup();
+            assert_eq!(c.len(), 2, "one window, two chunks: {window:?}");
+        }
+        let mut c: Vec<usize> = mine.iter().map(|id| chunk_of(id)).collect();
+        c.sort_unstable();
+        c.dedup();
+        chunks_of_rank.push(c);
+        seen.extend(mine);
+    }
+    assert!(
+        chunks_of_rank[0]
+            .iter()
+            .all(|c| !chunks_of_rank[1].contains(c)),
+        "the ranks share no chunk: {chunks_of_rank:?}"
+    );
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 48, "every item once over the ranks");
+    // The same batches on any thread count; another order than the
+    // shuffle of all items; another epoch, another order.
+    let one = ids(by_chunks(2, 0, 1, 1));
+    assert_eq!(one, ids(by_chunks(2, 0, 1, 2)));
+    let plain = ids(LoaderOptions {
+        order: Order {
+            chunk_window: None,
+            ..by_chunks(2, 0, 1, 1).order
+        },
+        ..by_chunks(2, 0, 1, 1)
+    });
+    assert_ne!(one, plain);
+    let mut loader = Loader::open(&dir, by_chunks(2, 0, 1, 1)).expect("open");
+    loader.set_epoch(1);
+    let next: Vec<String> = collect(&mut loader)
+        .into_iter()
+        .flat_map(|b| b.ids)
+        .collect();
+    assert_ne!(one, next);
+    let err = Loader::open(&dir, by_chunks(0, 0, 1, 1)).expect_err("a window of 0");
+    assert!(err.to_string().contains("at least 1 chunk"), "{err}");
+}
+
+#[test]
+fn a_shuffle_by_chunks_resumes_on_another_world_size() {
+    let (_tmp, dir) = chunked_dir();
+    let open = |rank, ws| Loader::open(&dir, by_chunks(2, rank, ws, 1)).expect("open");
+    // The reference: the order laid out for 2 ranks, served by one rank
+    // from position 0.
+    let mut reference = Served::new();
+    let mut one = open(0, 1);
+    one.load_state(&open(0, 2).state())
+        .expect("a state of 2 ranks");
+    serve(&collect(&mut one), &mut reference);
+    assert_eq!(reference.len(), 48);
+    // 2 ranks yield 3 batches each and save; the job resumes on 3 ranks.
+    let mut served = Served::new();
+    let mut states = Vec::new();
+    for rank in 0..2 {
+        let mut loader = open(rank, 2);
+        let first: Vec<_> = loader
+            .iter()
+            .take(3)
+            .collect::<Result<_, _>>()
+            .expect("batches");
+        serve(&first, &mut served);
+        states.push(loader.state());
+    }
+    assert!(
+        states
+            .iter()
+            .all(|s| s.position == Some(12) && s.layout == 2)
+    );
+    for rank in 0..3 {
+        let mut loader = open(rank, 3);
+        loader
+            .load_state(&states[rank % 2])
+            .expect("elastic resume");
+        assert_eq!(loader.state().layout, 2, "the epoch keeps its layout");
+        serve(&collect(&mut loader), &mut served);
+        assert_eq!(loader.epoch(), 1);
+        assert_eq!(loader.state().layout, 3, "the next epoch is laid out for 3");
+    }
+    for (position, clips) in &served {
+        assert_eq!(clips.len(), 1, "position {position} served once");
+        assert!(clips[0] == reference[position][0], "position {position}");
+    }
+    assert_eq!(served.len(), 48);
+}

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use gulp_format::Value;
+use gulp_io::GulpDirectory;
 use gulp_loader::{
     Amount, Batch, Batches, Bounds, CropMode, ItemFn, Labels, Loader as RustLoader, LoaderOptions,
     OnError, OnMissing, Order, Sampler, Sampling, Segments, Source, Spatial, State, Target,
@@ -204,7 +205,7 @@ impl Loader {
         on_error, label_key, label_index, dct, codec, strict, local_world_size = 0,
         sampler = "uniform", samples_per_epoch = None, target = "label", target_keys = Vec::new(),
         num_classes = 0, target_fn = None, on_missing = "raise", segments = None,
-        shared_labels = false))]
+        shared_labels = false, chunk_window = None, cache_dir = None, cache_limit = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -244,6 +245,9 @@ impl Loader {
         on_missing: &str,
         segments: Option<Bound<'_, PyAny>>,
         shared_labels: bool,
+        chunk_window: Option<usize>,
+        cache_dir: Option<&Bound<'_, PyAny>>,
+        cache_limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Loader> {
         let bad = |what: &str, value: &str, allowed: &str| {
             Class::Invalid.err(format!("{what} must be one of {allowed}, not {value:?}"))
@@ -351,6 +355,7 @@ impl Loader {
             batch_size,
             order: Order {
                 shuffle,
+                chunk_window,
                 seed,
                 drop_last,
                 rank,
@@ -372,6 +377,10 @@ impl Loader {
             on_missing,
             segments,
             shared_labels,
+            open: match crate::directory::cache_options(cache_dir, cache_limit)? {
+                Some(cache) => GulpDirectory::options().cache(cache),
+                None => GulpDirectory::options(),
+            },
         };
         let loader = py
             .detach(|| RustLoader::from_sources(&sources, options))
@@ -451,6 +460,7 @@ impl Loader {
         d.set_item("subset", s.subset)?;
         d.set_item("weights", s.weights)?;
         d.set_item("targets", s.targets)?;
+        d.set_item("layout", s.layout)?;
         Ok(d)
     }
 
@@ -491,6 +501,13 @@ impl Loader {
             subset: get_or("subset", Some(now.subset))?,
             weights: get_or("weights", Some(now.weights))?,
             targets: get_or("targets", Some(now.targets))?,
+            // A state saved before shuffles by chunks: laid out for its own
+            // world size.
+            layout: 0,
+        };
+        let state = State {
+            layout: size_or("layout", Some(state.world_size))?,
+            ..state
         };
         lock(&self.inner).load_state(&state).map_err(loader_err)
     }

@@ -174,6 +174,17 @@ struct LoaderFigures {
     /// Object-store requests (0 for a local directory) and per clip.
     requests: u64,
     requests_per_clip: f64,
+    /// Per epoch: its seconds, and the object data received (bytes).
+    epoch_seconds: Vec<f64>,
+    epoch_bytes: Vec<u64>,
+}
+
+/// Object data received from stores so far by this process.
+fn bytes_received() -> u64 {
+    #[cfg(feature = "s3")]
+    return gulp_io::remote::bytes_received();
+    #[cfg(not(feature = "s3"))]
+    0
 }
 
 /// Object-store requests sent so far by this process.
@@ -215,8 +226,12 @@ fn loader_options(args: &BenchArgs, how: &Decode) -> Result<gulp_loader::LoaderO
         batch_size: c.batch_size,
         order: Order {
             seed: c.seed,
+            chunk_window: c
+                .shuffle_chunks
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             ..Order::default()
         },
+        open: super::directory_options(),
         threads: args.threads.map_or(0, usize::from),
         on_error: gulp_loader::OnError::Skip,
         decode: how.options,
@@ -235,7 +250,9 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
     let (mut batches, mut clips, mut skipped) = (0u64, 0u64, 0u64);
     let requests_before = requests();
     let start = Instant::now();
+    let (mut epoch_seconds, mut epoch_bytes) = (Vec::new(), Vec::new());
     for epoch in 0..c.epochs {
+        let (began, bytes) = (Instant::now(), bytes_received());
         loader.set_epoch(epoch);
         for batch in loader.iter() {
             let batch = batch?;
@@ -245,6 +262,8 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
             skipped += batch.skipped.len() as u64;
             bar.inc(1);
         }
+        epoch_seconds.push(began.elapsed().as_secs_f64());
+        epoch_bytes.push(bytes_received() - bytes);
     }
     let seconds = start.elapsed().as_secs_f64();
     let sent = requests() - requests_before;
@@ -281,6 +300,8 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
         } else {
             0.0
         },
+        epoch_seconds,
+        epoch_bytes,
     };
     let mut out = super::stdout();
     if args.json {

@@ -188,6 +188,9 @@ class Loader:
         on_missing: str = "raise",
         segments: Optional[_Segments] = None,
         shared_labels: bool = False,
+        chunk_window: Optional[int] = None,
+        cache_dir: Union[None, bool, _Path] = None,
+        cache_limit: Union[None, int, str] = None,
     ) -> Loader: ...
     def __len__(self) -> int: ...
     @property

@@ -331,12 +331,23 @@ class ClipLoader:
         ``shuffle`` and ``seed``: a new permutation per epoch, fixed by
         ``(seed, epoch)``; every random draw is fixed by the seed, the epoch
         and the clip's place, so the thread count changes nothing.
+        ``shuffle="chunks"``: a block shuffle for data read from a bucket
+        through a small node cache: the chunks in a random order, the
+        samples of each window of ``chunk_window`` chunks (default 4)
+        shuffled together, each rank reading its own chunks, so each chunk
+        is fetched about once per epoch (batches then mix fewer classes;
+        see docs/loader.md, "Shuffling by chunks").
         ``rank`` / ``world_size``: this process's share, split as PyTorch's
         ``DistributedSampler`` splits it. ``drop_last``: drop the tail that
         does not divide among the ranks and the last incomplete batch.
         ``train``: random placement, crops and flips (default: ``shuffle``).
 
     Running:
+        ``cache_dir``, ``cache_limit``: the node cache of ``s3://``
+        directories (default: ``GULP_CACHE_DIR``, ``GULP_CACHE_LIMIT``;
+        ``cache_dir=False``: none): each chunk is fetched whole once per
+        node, ahead of the batches that need it, and released after its
+        last use; see docs/object-storage.md.
         ``threads``: decoding threads (``None``: the cores divided among the
         ranks of this node: ``local_world_size``, else torchrun's
         ``LOCAL_WORLD_SIZE`` or srun's ``SLURM_NTASKS_PER_NODE``, else 1; so
@@ -377,8 +388,9 @@ class ClipLoader:
                  frames: int = 8, sampling: str = "segments", step: int = 1,
                  resize: Optional[int] = 128, size: Union[None, int, Tuple[int, int]] = 112,
                  crop: Optional[str] = "random", flip: bool = True, batch_size: int = 8,
-                 shuffle: bool = True, seed: int = 0, drop_last: bool = True, rank: int = 0,
-                 world_size: int = 1, threads: Optional[int] = None, prefetch: int = 2, *,
+                 shuffle: Union[bool, str] = True, seed: int = 0, drop_last: bool = True,
+                 rank: int = 0, world_size: int = 1, threads: Optional[int] = None,
+                 prefetch: int = 2, *,
                  clips: int = 1, train: Optional[bool] = None,
                  scale: Tuple[float, float] = (0.08, 1.0),
                  ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
@@ -390,7 +402,16 @@ class ClipLoader:
                  target: Union[None, str, Sequence[str], Callable[[Any], Any]] = None,
                  target_type: Optional[str] = None, num_classes: Optional[int] = None,
                  on_missing: str = "raise", segments: Union[None, str, Segments] = None,
-                 shared_labels: bool = False) -> None:
+                 shared_labels: bool = False, chunk_window: Optional[int] = None,
+                 cache_dir: Union[None, bool, _Path] = None,
+                 cache_limit: Union[None, int, str] = None) -> None:
+        by_chunks = shuffle == "chunks"
+        if isinstance(shuffle, str) and not by_chunks:
+            raise InvalidInputError(f"shuffle is True, False or 'chunks', not {shuffle!r}")
+        if chunk_window is not None and not by_chunks:
+            raise InvalidInputError("chunk_window goes with shuffle='chunks'")
+        if chunk_window is not None and chunk_window < 1:
+            raise InvalidInputError(f"chunk_window must be at least 1, not {chunk_window}")
         if crop is None:
             crop = "none"
         if crop not in _CROPS:
@@ -416,6 +437,8 @@ class ClipLoader:
             flip=bool(flip), batch_size=batch_size, shuffle=bool(shuffle), seed=seed,
             drop_last=bool(drop_last), rank=rank, world_size=world_size,
             train=bool(shuffle) if train is None else bool(train),
+            chunk_window=(4 if chunk_window is None else int(chunk_window)) if by_chunks else None,
+            cache_dir=cache_dir, cache_limit=cache_limit,
             threads=0 if threads is None else threads, prefetch=prefetch,
             on_error=on_error, label_key=label_key,
             label_index=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
@@ -556,7 +579,8 @@ class ImageLoader(ClipLoader):
     def __init__(self, path: Union[_Path, Source, Sequence[Union[_Path, Source]]],
                  size: Union[int, Tuple[int, int]] = 224,
                  resize: Optional[int] = None, crop: Optional[str] = "random_resized",
-                 flip: bool = True, batch_size: int = 64, shuffle: bool = True, seed: int = 0,
+                 flip: bool = True, batch_size: int = 64, shuffle: Union[bool, str] = True,
+                 seed: int = 0,
                  drop_last: bool = True, rank: int = 0, world_size: int = 1,
                  threads: Optional[int] = None, prefetch: int = 2, *,
                  frame: Union[str, int] = "middle", train: Optional[bool] = None,

@@ -1,0 +1,123 @@
+//! Fetching ahead from a node cache. The order of a pass is known when it
+//! starts, so a thread of its own opens the chunks the next batches read —
+//! from an `s3://` directory with a node cache, that fetches each into the
+//! cache — in the order the batches need them and a bounded number of
+//! batches ahead of the consumer, while the decoding threads work on
+//! earlier batches. Each chunk is released after the last batch of the pass
+//! that reads it, so that the cache may evict it. Local directories and
+//! directories without a cache are not scheduled: their chunks stay open.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::catalog::{Catalog, ChunkKey};
+
+/// The chunks of one pass's batches, and how far the consumer is.
+#[derive(Debug)]
+pub(crate) struct Schedule {
+    /// The pass's first batch (batch `first + k` is `per_batch[k]`).
+    first: usize,
+    /// Per batch, the cached chunks it reads (each once).
+    per_batch: Vec<Vec<ChunkKey>>,
+    /// Per chunk, the batches still to make that read it.
+    uses: Mutex<HashMap<ChunkKey, usize>>,
+    /// The batch the consumer waits for next.
+    next: Mutex<usize>,
+    moved: Condvar,
+}
+
+impl Schedule {
+    /// The schedule of batches `first..` reading `per_batch`; `None` when
+    /// they read no cached chunk.
+    pub(crate) fn new(first: usize, per_batch: Vec<Vec<ChunkKey>>) -> Option<Schedule> {
+        let mut uses: HashMap<ChunkKey, usize> = HashMap::new();
+        for key in per_batch.iter().flatten() {
+            *uses.entry(*key).or_default() += 1;
+        }
+        (!uses.is_empty()).then(|| Schedule {
+            first,
+            per_batch,
+            uses: Mutex::new(uses),
+            next: Mutex::new(first),
+            moved: Condvar::new(),
+        })
+    }
+
+    /// Batch `batch` is made (or failed): the chunks no later batch of the
+    /// pass reads are released.
+    pub(crate) fn done(&self, catalog: &Catalog, batch: usize) {
+        let Some(keys) = batch
+            .checked_sub(self.first)
+            .and_then(|k| self.per_batch.get(k))
+        else {
+            return;
+        };
+        let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+        for key in keys {
+            if let Some(n) = uses.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    uses.remove(key);
+                    catalog.release(*key);
+                }
+            }
+        }
+    }
+
+    /// The consumer now waits for batch `next`.
+    pub(crate) fn consumed(&self, next: usize) {
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = next;
+        self.moved.notify_all();
+    }
+
+    /// Releases every chunk of the pass (at its end, or when it is
+    /// abandoned midway).
+    pub(crate) fn release_all(&self, catalog: &Catalog) {
+        self.uses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        for key in self.per_batch.iter().flatten() {
+            catalog.release(*key);
+        }
+    }
+
+    /// Opens every chunk of the pass in the order of the batches that first
+    /// read it, at most `ahead` batches beyond the consumer, until the pass
+    /// ends or `cancel` is set. A chunk that fails to open is left to the
+    /// decoding thread that needs it, which reports the error.
+    pub(crate) fn fetch_ahead(&self, catalog: &Catalog, ahead: usize, cancel: &AtomicBool) {
+        let mut seen = std::collections::HashSet::new();
+        for (k, keys) in self.per_batch.iter().enumerate() {
+            let batch = self.first + k;
+            // Wait until the batch is within reach of the consumer.
+            let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+            while batch >= *next + ahead {
+                if cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                next = self
+                    .moved
+                    .wait_timeout(next, Duration::from_millis(50))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            drop(next);
+            for key in keys {
+                if cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let still_used = self
+                    .uses
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains_key(key);
+                if still_used && seen.insert(*key) {
+                    let _ = catalog.reader_of(*key);
+                }
+            }
+        }
+    }
+}
