@@ -27,11 +27,13 @@ log "Garage up on $AWS_ENDPOINT_URL, bucket $GULP_S3_BUCKET"
 data="$state/data"
 mkdir -p "$data/frames"
 : >"$data/list.csv"
-for i in 0 1 2 3 4 5 6 7; do
+: >"$data/list16.csv"
+for i in $(seq 0 15); do
     mkdir -p "$data/frames/v$i"
-    ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=size=160x120:rate=10,hue=h=$((i * 40))" \
+    ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=size=160x120:rate=10,hue=h=$((i * 20))" \
         -frames:v 6 -q:v 3 "$data/frames/v$i/%03d.jpg"
-    echo "v$i;label$((i % 2))" >>"$data/list.csv"
+    [ "$i" -lt 8 ] && echo "v$i;label$((i % 2))" >>"$data/list.csv"
+    echo "v$i;label$((i % 2))" >>"$data/list16.csv"
 done
 local_dir="$state/local"
 "$GULP" ingest 20bn-csv-jpeg "$data/list.csv" "$data/frames" "$local_dir" --videos-per-chunk 3 --quiet 2>/dev/null
@@ -88,7 +90,11 @@ PY
 # The node cache, one request per read, GulpChunk on a bucket, and faults
 # (reset connections, slow responses, a stopped server), through a
 # counting proxy.
-"$root/.venv/bin/python" scripts/s3_cache_test.py "$local_dir" "$url" "$GULP" "$PUT"
+# The loader's checks take 16 items, one per chunk.
+"$GULP" ingest 20bn-csv-jpeg "$data/list16.csv" "$data/frames" "$state/one-per-chunk" --videos-per-chunk 1 --quiet 2>/dev/null
+"$PUT" "$state/one-per-chunk" "s3://$GULP_S3_BUCKET/datasets/one-per-chunk"
+"$root/.venv/bin/python" scripts/s3_cache_test.py "$local_dir" "$url" "$GULP" "$PUT" \
+    "$state/one-per-chunk" "s3://$GULP_S3_BUCKET/datasets/one-per-chunk"
 
 # convert rewrites the meta objects; converting back gives the original bytes.
 "$PUT" "$local_dir" "s3://$GULP_S3_BUCKET/datasets/convert"

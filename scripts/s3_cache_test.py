@@ -3,10 +3,11 @@
 real Garage that scripts/s3-test.sh started, through a counting proxy
 (scripts/s3_proxy.py) that tells what reached the server.
 
-    s3_cache_test.py LOCAL_DIR URL GULP S3_PUT
+    s3_cache_test.py LOCAL_DIR URL GULP S3_PUT LOCAL_SMALL_CHUNKS URL_SMALL_CHUNKS
 
 LOCAL_DIR is a gulp directory, URL an s3:// prefix holding the same
-objects; GULP and S3_PUT are the binaries of the release build. AWS_*
+objects; GULP and S3_PUT are the binaries of the release build; the last
+two are 16 items of the same kind, one per chunk, for the loader's checks. AWS_*
 variables point at Garage (they are pointed at the proxy here). Prints one
 line per check; exits non-zero at the first failure.
 """
@@ -88,7 +89,7 @@ def entries(cache: Path) -> list[Path]:
 
 
 def main() -> int:
-    local, url, gulp_bin, s3_put = sys.argv[1:5]
+    local, url, gulp_bin, s3_put, local_one, url_one = sys.argv[1:7]
     import gulp
 
     proxy = Proxy()
@@ -238,6 +239,124 @@ def main() -> int:
         missing = gulp.GulpChunk(f"{url}/data_99.gulp", f"{url}/meta_99.gmeta")
         assert len(missing) == 0 and missing.meta_dict == {}
         return f"GulpChunk({url}/data_0.gulp): {len(chunk)} items, frames and meta as locally"
+
+    one_data = sum(os.path.getsize(os.path.join(local_one, f)) for f in os.listdir(local_one)
+                   if f.endswith(".gulp"))
+    one_meta = sum(os.path.getsize(os.path.join(local_one, f)) for f in os.listdir(local_one)
+                   if f.endswith(".gmeta"))
+    loader_options = dict(frames=4, sampling="window", resize=None, size=96, crop="random",
+                          flip=True, batch_size=2, seed=5, threads=2)
+
+    def batches(loader: Any, epoch: int) -> list[tuple[list[str], Any]]:
+        loader.set_epoch(epoch)
+        return [(b.ids, b.frames.copy()) for b in loader]
+
+    def same_batches(a: list[tuple[list[str], Any]], b: list[tuple[list[str], Any]]) -> None:
+        assert [x[0] for x in a] == [y[0] for y in b], ([x[0] for x in a], [y[0] for y in b])
+        assert all(np.array_equal(x[1], y[1]) for x, y in zip(a, b))
+
+    @check
+    def the_loader_fetches_each_chunk_once_and_reads_epoch_2_from_the_cache() -> str:
+        cache_dir = work / "loader-cache"
+        local_loader = gulp.ClipLoader(local_one, **loader_options)
+        proxy.reset()
+        loader = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), **loader_options)
+        first = batches(loader, 0)
+        s1 = proxy.stats()
+        same_batches(first, batches(local_loader, 0))
+        assert s1["bytes_down"] <= 1.05 * (one_data + one_meta) + 2048 * sum(
+            s1["requests"].values()), (s1, one_data)
+        proxy.reset()
+        second = batches(loader, 1)
+        s2 = proxy.stats()
+        assert s2["requests"] == {}, s2
+        same_batches(second, batches(local_loader, 1))
+        # A new loader (a new process's, say) opens with one listing.
+        proxy.reset()
+        again = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), **loader_options)
+        same_batches(batches(again, 2), batches(local_loader, 2))
+        s3 = proxy.stats()
+        assert s3["requests"] == {"LIST": 1}, s3
+        return (f"epoch 1 (cold): {s1['bytes_down']} bytes for {one_data + one_meta} of objects, "
+                f"{s1['requests']}; epoch 2: no request; a new loader: {s3['requests']}; "
+                "batches equal the local directory's")
+
+    @check
+    def a_cache_of_a_quarter_with_a_shuffle_by_chunks_fetches_each_chunk_once() -> str:
+        limit = (one_data + one_meta) // 4
+        cache_dir = work / "quarter"
+        # A batch is a chunk; the cache holds 4 of the 16.
+        options = dict(loader_options, shuffle="chunks", chunk_window=1, prefetch=1, threads=1,
+                       batch_size=1)
+        local_loader = gulp.ClipLoader(local_one, **options)
+        figures = []
+        for epoch in range(2):
+            loader = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), cache_limit=limit,
+                                     **options)
+            proxy.reset()
+            got = batches(loader, epoch)
+            s = proxy.stats()
+            same_batches(got, batches(local_loader, epoch))
+            # Each chunk fetched whole, once (read around the cache, a clip
+            # of 4 of an item's 6 frames would take less).
+            assert s["requests"].get("GET") == 16, (epoch, s)
+            assert 0.98 * one_data <= s["bytes_down"] <= 1.05 * (one_data + one_meta) + 2048 * sum(
+                s["requests"].values()), (epoch, s, one_data)
+            kept = sum(p.stat().st_size for p in entries(cache_dir))
+            assert kept <= limit, (kept, limit)
+            figures.append(f"epoch {epoch + 1}: {s['bytes_down']} bytes, {s['requests']}")
+            del loader
+        return (f"cache limit {limit} of {one_data + one_meta} bytes, shuffle='chunks': "
+                + "; ".join(figures))
+
+    @check
+    def two_loaders_on_one_node_download_each_chunk_once() -> str:
+        shared = work / "two-loaders"
+        code = ("import sys, gulp\n"
+                "loader = gulp.ClipLoader(sys.argv[1], cache_dir=sys.argv[2], frames=4,\n"
+                "    sampling='window', resize=None, size=96, crop='center', flip=False,\n"
+                "    batch_size=2, threads=1, rank=int(sys.argv[3]), world_size=2)\n"
+                "for _ in range(2):\n"
+                "    for batch in loader: pass\n")
+        proxy.reset()
+        procs = [subprocess.Popen([sys.executable, "-c", code, url_one, str(shared), str(r)])
+                 for r in range(2)]
+        assert all(p.wait() == 0 for p in procs)
+        s = proxy.stats()
+        assert s["bytes_down"] <= 1.05 * (one_data + one_meta) + 2048 * sum(
+            s["requests"].values()), s
+        return (f"2 ranks, one cache, 2 epochs: {s['bytes_down']} bytes for "
+                f"{one_data + one_meta} of objects ({s['requests']})")
+
+    @check
+    def a_server_stopped_mid_epoch_stops_the_loader_and_the_state_resumes_exactly() -> str:
+        # One batch decoded ahead at most, read from the store clip by clip.
+        options = dict(loader_options, cache_dir=False, threads=1, prefetch=1)
+        reference = batches(gulp.ClipLoader(local_one, **options), 0)
+        loader = gulp.ClipLoader(url_one, **options)
+        got = []
+        it = iter(loader)
+        b = next(it)
+        got.append((b.ids, b.frames.copy()))
+        proxy.mode("down")
+        text = ""
+        try:
+            for b in it:
+                got.append((b.ids, b.frames.copy()))
+        except Exception as e:  # noqa: BLE001 - the message is what is checked
+            text = str(e)
+        finally:
+            proxy.mode("up")
+        assert url_one in text and "panick" not in text.lower(), text
+        assert len(got) < len(reference), "the epoch ended before the server stopped"
+        state = loader.state_dict()
+        resumed = gulp.ClipLoader(url_one, **options)
+        resumed.load_state_dict(state)
+        served = len(got)
+        got.extend((b.ids, b.frames.copy()) for b in resumed)
+        same_batches(got, reference)
+        return (f"stopped after {served} batches: {text[:120]}...; a new loader from the state "
+                f"served the other {len(reference) - served} batches exactly")
 
     def expect_error(fn: Callable[[], Any], *needles: str) -> str:
         try:

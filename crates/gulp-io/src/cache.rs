@@ -166,6 +166,11 @@ impl Cache {
         &self.root
     }
 
+    /// The size limit, if any.
+    pub(crate) fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
     /// Where the object `url` of this size and ETag is kept.
     pub(crate) fn entry_path(&self, url: &str, id: &ObjectId) -> PathBuf {
         let mut path = self.root.join(OBJECTS);

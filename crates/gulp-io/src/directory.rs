@@ -17,6 +17,7 @@ use hashbrown::hash_table::Entry;
 
 use crate::cache::{Cache, CacheOptions};
 use crate::error::{Error, ErrorKind, Result};
+use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
 use crate::storage::Source;
@@ -85,6 +86,26 @@ impl ChunkEntry {
             Arc::new(ChunkMeta::default()),
             mode,
         )
+    }
+
+    /// [`data_reader`](Self::data_reader) from the node cache only: the
+    /// chunk's data object fetched into the cache if it is not there, or
+    /// `None` when there is no cache or it has no room for it now (what
+    /// it holds is all in use): a loader fetching ahead then waits for a
+    /// chunk to be released, rather than reading around the cache.
+    pub fn cached_data_reader(&self, mode: ReadMode) -> Result<Option<ChunkReader>> {
+        let Some(cached) = self.data.cached()? else {
+            return Ok(None);
+        };
+        ChunkReader::from_parts(
+            &self.data,
+            Some(cached),
+            self.meta_path.clone(),
+            self.chunk,
+            Arc::new(ChunkMeta::default()),
+            mode,
+        )
+        .map(Some)
     }
 
     /// Whether the data file is an object of a store (`s3://`).
@@ -221,6 +242,8 @@ pub struct GulpDirectory {
     max_chunk_seen: Option<u64>,
     mode: ReadMode,
     cache: Option<Arc<Cache>>,
+    /// The directory's `label2idx.json`, if its listing had one.
+    labels: Option<Source>,
 }
 
 /// How a directory is opened ([`GulpDirectory::options`]): the read mode
@@ -297,12 +320,17 @@ impl GulpDirectory {
         let mut data = HashMap::new();
         let mut meta = HashMap::new();
         let mut warnings = Vec::new();
+        let mut labels = None;
         for entry in crate::storage::list_dir(&dir)? {
             let source = Source {
                 path: entry.path,
                 object: entry.object,
                 cache: cache.clone(),
             };
+            if entry.name == LABEL_FILE {
+                labels = Some(source);
+                continue;
+            }
             match parse_chunk_file_name(&entry.name) {
                 Some(ChunkFile::Data(n)) => {
                     data.insert(n, source);
@@ -370,13 +398,29 @@ impl GulpDirectory {
             max_chunk_seen,
             mode,
             cache,
+            labels,
         })
+    }
+
+    /// The directory's `label2idx.json` ([`LabelIndex`]), `None` if it had
+    /// none when it was opened; from a bucket, read through the node cache.
+    pub fn labels(&self) -> Result<Option<LabelIndex>> {
+        let Some(source) = &self.labels else {
+            return Ok(None);
+        };
+        LabelIndex::parse(&source.path, &source.read()?).map(Some)
     }
 
     /// The node cache's directory, when this remote directory is read
     /// through one.
     pub fn cache_dir(&self) -> Option<&Path> {
         self.cache.as_deref().map(Cache::root)
+    }
+
+    /// The node cache's size limit, when this remote directory is read
+    /// through one that has a limit.
+    pub fn cache_limit(&self) -> Option<u64> {
+        self.cache.as_deref().and_then(Cache::limit)
     }
 
     /// The directory path.

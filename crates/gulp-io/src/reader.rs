@@ -101,8 +101,21 @@ impl ChunkReader {
         meta: Arc<ChunkMeta>,
         mode: ReadMode,
     ) -> Result<ChunkReader> {
-        let data_path = data.path.clone();
         let cached = data.cached()?;
+        ChunkReader::from_parts(data, cached, meta_path, chunk, meta, mode)
+    }
+
+    /// [`from_source`](Self::from_source) with the node cache's entry of an
+    /// object already in hand (`None`: read the file, or the store).
+    pub(crate) fn from_parts(
+        data: &Source,
+        cached: Option<Cached>,
+        meta_path: PathBuf,
+        chunk: u64,
+        meta: Arc<ChunkMeta>,
+        mode: ReadMode,
+    ) -> Result<ChunkReader> {
+        let data_path = data.path.clone();
         #[cfg(feature = "s3")]
         if cached.is_none() && crate::storage::is_remote(&data_path) {
             let object = crate::remote::Object::at(&data_path)?;

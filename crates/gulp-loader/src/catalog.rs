@@ -109,6 +109,26 @@ impl Catalog {
         Ok(reader)
     }
 
+    /// Opens chunk `key` from the node cache, fetching it into the cache
+    /// if needed: `false` when the cache has no room for it now.
+    pub(crate) fn prefetch(&self, (source, chunk): ChunkKey) -> Result<bool> {
+        let dir = &self.dirs[source as usize];
+        let mut cell = dir.readers[chunk as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if cell.is_some() {
+            return Ok(true);
+        }
+        let entry = &dir.dir.chunks()[chunk as usize];
+        match entry.cached_data_reader(dir.dir.read_mode())? {
+            Some(reader) => {
+                *cell = Some(Arc::new(reader));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Drops the loader's hold on chunk `key`'s data file: from a node
     /// cache, it may then be evicted once the batches using it are done.
     pub(crate) fn release(&self, (source, chunk): ChunkKey) {
@@ -122,6 +142,24 @@ impl Catalog {
     /// are then fetched ahead and released after use).
     pub(crate) fn is_cached(&self, source: u32) -> bool {
         self.dirs[source as usize].dir.cache_dir().is_some()
+    }
+
+    /// The size of chunk `key`'s data object (0 for a local file).
+    pub(crate) fn chunk_size(&self, (source, chunk): ChunkKey) -> u64 {
+        self.dirs[source as usize].dir.chunks()[chunk as usize]
+            .data_size()
+            .unwrap_or(0)
+    }
+
+    /// The bytes of chunks a loader may hold ahead of its batches: half the
+    /// smallest node cache's limit (the rest for the chunks in use and the
+    /// other processes of the node); `None` without a limit.
+    pub(crate) fn cache_budget(&self) -> Option<u64> {
+        self.dirs
+            .iter()
+            .filter_map(|d| d.dir.cache_limit())
+            .min()
+            .map(|limit| limit / 2)
     }
 
     /// The chunk sample `sample` is read from.
@@ -332,7 +370,7 @@ fn label_spaces(
                 name: "the labels given".into(),
             },
             None => LabelSpace {
-                index: LabelIndex::read(dir.path())?,
+                index: dir.labels()?,
                 name: dir.path().join(LABEL_FILE).display().to_string(),
             },
         });

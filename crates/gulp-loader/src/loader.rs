@@ -572,8 +572,13 @@ impl Loader {
                 keys.dedup();
                 keys
             })
+            .collect::<Vec<_>>();
+        let sizes = per_batch
+            .iter()
+            .flatten()
+            .map(|&key| (key, catalog.chunk_size(key)))
             .collect();
-        Schedule::new(start, per_batch)
+        Schedule::new(start, per_batch, sizes, catalog.cache_budget())
     }
 }
 

@@ -8,7 +8,7 @@
 //! directories without a cache are not scheduled: their chunks stay open.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -23,15 +23,28 @@ pub(crate) struct Schedule {
     per_batch: Vec<Vec<ChunkKey>>,
     /// Per chunk, the batches still to make that read it.
     uses: Mutex<HashMap<ChunkKey, usize>>,
+    /// Each chunk's size, and the bytes of chunks the loader may hold from
+    /// the consumer's batch to the one fetched for (`None`: no limit).
+    sizes: HashMap<ChunkKey, u64>,
+    budget: Option<u64>,
     /// The batch the consumer waits for next.
     next: Mutex<usize>,
+    /// Chunks released so far (room made in the cache).
+    released: AtomicUsize,
+    /// Signalled when the consumer moves or a chunk is released.
     moved: Condvar,
 }
 
 impl Schedule {
-    /// The schedule of batches `first..` reading `per_batch`; `None` when
-    /// they read no cached chunk.
-    pub(crate) fn new(first: usize, per_batch: Vec<Vec<ChunkKey>>) -> Option<Schedule> {
+    /// The schedule of batches `first..` reading `per_batch`, chunks of
+    /// `sizes`, at most `budget` bytes of them held from the consumer's
+    /// batch on; `None` when they read no cached chunk.
+    pub(crate) fn new(
+        first: usize,
+        per_batch: Vec<Vec<ChunkKey>>,
+        sizes: HashMap<ChunkKey, u64>,
+        budget: Option<u64>,
+    ) -> Option<Schedule> {
         let mut uses: HashMap<ChunkKey, usize> = HashMap::new();
         for key in per_batch.iter().flatten() {
             *uses.entry(*key).or_default() += 1;
@@ -40,7 +53,10 @@ impl Schedule {
             first,
             per_batch,
             uses: Mutex::new(uses),
+            sizes,
+            budget,
             next: Mutex::new(first),
+            released: AtomicUsize::new(0),
             moved: Condvar::new(),
         })
     }
@@ -61,6 +77,8 @@ impl Schedule {
                 if *n == 0 {
                     uses.remove(key);
                     catalog.release(*key);
+                    self.released.fetch_add(1, Ordering::Relaxed);
+                    self.moved.notify_all();
                 }
             }
         }
@@ -84,17 +102,42 @@ impl Schedule {
         }
     }
 
+    /// The bytes of the distinct chunks batches `from..=to` read.
+    fn held_from(&self, from: usize, to: usize) -> u64 {
+        let start = from.saturating_sub(self.first);
+        let end = (to + 1)
+            .saturating_sub(self.first)
+            .min(self.per_batch.len());
+        let mut keys: Vec<ChunkKey> = self.per_batch[start.min(end)..end]
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.iter()
+            .map(|k| self.sizes.get(k).copied().unwrap_or(0))
+            .sum()
+    }
+
     /// Opens every chunk of the pass in the order of the batches that first
     /// read it, at most `ahead` batches beyond the consumer, until the pass
-    /// ends or `cancel` is set. A chunk that fails to open is left to the
-    /// decoding thread that needs it, which reports the error.
+    /// ends or `cancel` is set. When the cache has no room for the next
+    /// chunk (the chunks it holds are all in use), it waits for one to be
+    /// released, and gives up on a chunk whose batch the consumer has
+    /// reached (its decoding thread then reads it around the cache). A
+    /// chunk that fails to open is left to the decoding thread that needs
+    /// it, which reports the error.
     pub(crate) fn fetch_ahead(&self, catalog: &Catalog, ahead: usize, cancel: &AtomicBool) {
         let mut seen = std::collections::HashSet::new();
         for (k, keys) in self.per_batch.iter().enumerate() {
             let batch = self.first + k;
-            // Wait until the batch is within reach of the consumer.
+            // Wait until the batch is within reach of the consumer, and the
+            // chunks from its batch to this one fit the budget.
             let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-            while batch >= *next + ahead {
+            while batch >= *next + ahead
+                || (batch > *next && self.held_from(*next, batch) > self.budget.unwrap_or(u64::MAX))
+            {
                 if cancel.load(Ordering::Relaxed) {
                     return;
                 }
@@ -114,8 +157,29 @@ impl Schedule {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .contains_key(key);
-                if still_used && seen.insert(*key) {
-                    let _ = catalog.reader_of(*key);
+                if !still_used || !seen.insert(*key) {
+                    continue;
+                }
+                loop {
+                    let released = self.released.load(Ordering::Relaxed);
+                    if !matches!(catalog.prefetch(*key), Ok(false)) {
+                        break;
+                    }
+                    // No room: wait for a release, until the batch's turn.
+                    let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+                    while self.released.load(Ordering::Relaxed) == released && *next <= batch {
+                        if cancel.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        next = self
+                            .moved
+                            .wait_timeout(next, Duration::from_millis(50))
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0;
+                    }
+                    if *next > batch {
+                        break;
+                    }
                 }
             }
         }

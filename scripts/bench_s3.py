@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The clip loader over a bucket against the same directory on local disk,
+in one run: a real Garage on loopback (scripts/garage.sh) behind the counting
+proxy (scripts/s3_proxy.py), which counts the bytes and requests that reach
+the server.
+
+    .venv/bin/python scripts/bench_s3.py --dir DIR [--copies K] [--json FILE]
+
+DIR is a gulp directory (e.g. target/compare/real-8fps, which
+scripts/compare.sh makes); the benchmark's directory is K copies of it
+(hard links to its data files, ids renamed; default 4), uploaded to a fresh
+bucket. Every run is gulp.ClipLoader with 2 threads, TSN 8 frames, short edge
+128, random 112 crop, flip, batches of 8 (the loader benchmark's pipeline):
+
+  local             the directory on disk, page cache warm (best of 2 epochs)
+  cold, warm        from the bucket through a fresh node cache holding the
+                    dataset: epoch 1 (every chunk fetched, ahead of the
+                    decoding threads) and epoch 2 (from the cache)
+  quarter           cache_limit = 25 % of the data objects, shuffle="chunks"
+                    (windows of 1 chunk): epochs 1 and 2
+  quarter, full     the same limit with the full shuffle, for comparison
+  2 ranks           ranks 0 and 1 of 2 in two processes sharing one cache
+                    directory, epoch 1: the bytes the server sent
+
+Bytes are the server's (proxy), headers included; data = the data objects'
+size. Also printed: the server's CPU time per GB sent (Garage runs on the
+same cores as the loader here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINE = dict(frames=8, sampling="segments", resize=128, size=112, crop="random", flip=True,
+                batch_size=8, threads=2, seed=0)
+
+
+def log(message: str) -> None:
+    print(f"bench_s3: {message}", file=sys.stderr, flush=True)
+
+
+def copies(src: Path, out: Path, k: int) -> None:
+    """`k` copies of `src` in `out`: chunk `c * n + m` is chunk `m` of copy
+    `c`, its data file a hard link, its ids suffixed `_x<c>`."""
+    metas = sorted(p for p in src.iterdir() if p.name.startswith("meta_"))
+    numbers = [int(p.name[len("meta_"):-len(".gmeta")]) for p in metas]
+    n = max(numbers) + 1
+    out.mkdir(parents=True)
+    for c in range(k):
+        for number, meta in zip(numbers, metas):
+            chunk = c * n + number
+            os.link(src / f"data_{number}.gulp", out / f"data_{chunk}.gulp")
+            items = json.loads(meta.read_text())
+            renamed = {f"{i}_x{c}": item for i, item in items.items()}
+            (out / f"meta_{chunk}.gmeta").write_text(json.dumps(renamed))
+    labels = src / "label2idx.json"
+    if labels.exists():
+        shutil.copy(labels, out / "label2idx.json")
+
+
+class Proxy:
+    def __init__(self, upstream: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "s3_proxy.py"), "--upstream", upstream],
+            stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        port, control = self.process.stdout.readline().split()
+        self.url, self.control = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{control}"
+
+    def call(self, path: str, method: str = "POST") -> Any:
+        with urllib.request.urlopen(urllib.request.Request(self.control + path, method=method),
+                                    timeout=10) as r:
+            return json.load(r)
+
+    def stats(self) -> dict[str, Any]:
+        return self.call("/stats", "GET")
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def epoch(loader: Any, number: int) -> tuple[float, int]:
+    """Seconds and clips of epoch `number`."""
+    loader.set_epoch(number)
+    start = time.perf_counter()
+    clips = sum(len(b) for b in loader)
+    return time.perf_counter() - start, clips
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", required=True, type=Path)
+    parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    import gulp
+
+    work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3."))
+    garage_state = work / "garage"
+    try:
+        env_text = subprocess.run([str(ROOT / "scripts" / "garage.sh"), "start", str(garage_state)],
+                                  check=True, capture_output=True, text=True).stdout
+        for line in env_text.splitlines():
+            key, _, value = line.removeprefix("export ").partition("=")
+            os.environ[key] = value
+        garage_pid = int((garage_state / "garage.pid").read_text())
+        proxy = Proxy(os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1])
+        local = work / "data"
+        copies(args.dir, local, args.copies)
+        data = sum(p.stat().st_size for p in local.glob("data_*.gulp"))
+        meta = sum(p.stat().st_size for p in local.glob("meta_*.gmeta"))
+        chunks = len(list(local.glob("data_*.gulp")))
+        url = f"s3://{os.environ['GULP_S3_BUCKET']}/bench"
+        put = ROOT / "target" / "release" / "examples" / "s3_put"
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-io", "--example",
+                        "s3_put"], check=True, cwd=ROOT)
+        subprocess.run([str(put), str(local), url], check=True)
+        os.environ["AWS_ENDPOINT_URL"] = proxy.url
+        items = len(gulp.GulpDirectory(str(local)))
+        log(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects; {url}")
+
+        rows: list[dict[str, Any]] = []
+
+        def row(name: str, seconds: float, clips: int, before: dict[str, Any] | None,
+                ticks: int = 0) -> None:
+            after = proxy.stats()
+            down = after["bytes_down"] - (before or after)["bytes_down"] if before else 0
+            reqs = (sum(after["requests"].values()) - sum(before["requests"].values())
+                    if before else 0)
+            rows.append(dict(run=name, seconds=seconds, clips=clips, clips_per_s=clips / seconds,
+                             bytes=down, requests=reqs, server_cpu_s=ticks / 100))
+            log(f"{name}: {clips / seconds:.1f} clips/s, {down / 1e6:.1f} MB from the server, "
+                f"{reqs} requests")
+
+        # Local: the page cache warm.
+        for p in local.iterdir():
+            p.read_bytes()
+        loader = gulp.ClipLoader(str(local), **PIPELINE)
+        best = min((epoch(loader, e) for e in range(2)), key=lambda r: r[0])
+        row("local directory (best of 2 epochs)", *best, None)
+
+        def remote(name: str, cache: Path, epochs: int, **extra: Any) -> None:
+            loader = gulp.ClipLoader(url, cache_dir=str(cache), **PIPELINE, **extra)
+            for e in range(epochs):
+                before, t0 = proxy.stats(), cpu_ticks(garage_pid)
+                seconds, clips = epoch(loader, e)
+                row(f"{name}, epoch {e + 1}", seconds, clips, before, cpu_ticks(garage_pid) - t0)
+
+        remote("bucket, cache holding the dataset", work / "cache-all", 2)
+        quarter = (data + meta) // 4
+        remote("bucket, cache limit 25 %, shuffle='chunks'", work / "cache-quarter", 2,
+               cache_limit=quarter, shuffle="chunks", chunk_window=1)
+        remote("bucket, cache limit 25 %, full shuffle", work / "cache-quarter-full", 1,
+               cache_limit=quarter)
+
+        code = ("import sys, time, gulp\n"
+                f"loader = gulp.ClipLoader(sys.argv[1], cache_dir=sys.argv[2], rank=int(sys.argv[3]),"
+                f" world_size=2, **{dict(PIPELINE, threads=1)!r})\n"
+                "for batch in loader: pass\n")
+        before = proxy.stats()
+        start = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", code, url, str(work / "cache-2"), str(r)])
+                 for r in range(2)]
+        assert all(p.wait() == 0 for p in procs)
+        row("2 ranks in 2 processes, one cache, epoch 1", time.perf_counter() - start, items,
+            before)
+
+        local_rate = rows[0]["clips_per_s"]
+        print(f"# gulp.ClipLoader over a bucket (Garage on loopback) vs local disk\n")
+        print(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects "
+              f"({args.copies} copies of {args.dir}); {PIPELINE}\n")
+        print("| run | clips/s | ÷ local | MB from the server | ÷ data | requests | "
+              "server CPU s |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['run']} | {r['clips_per_s']:.1f} | {r['clips_per_s'] / local_rate:.2f} | "
+                  f"{r['bytes'] / 1e6:.1f} | {r['bytes'] / data:.3f} | {r['requests']} | "
+                  f"{r['server_cpu_s']:.1f} |")
+        if args.json:
+            args.json.write_text(json.dumps(dict(items=items, chunks=chunks, data=data,
+                                                 rows=rows), indent=1))
+        proxy.process.kill()
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "garage.sh"), "stop", str(garage_state)],
+                       capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
