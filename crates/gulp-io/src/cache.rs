@@ -29,7 +29,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::storage::ObjectId;
 
 /// The variable naming the cache directory of remote directories.
 pub const CACHE_DIR_ENV: &str = "GULP_CACHE_DIR";
@@ -48,6 +47,16 @@ const LOCK_EXT: &str = "lock";
 /// Between an object's key and its version tag in an entry's name; never
 /// in an encoded key.
 const SEP: char = '~';
+
+/// Which version of an object a directory's listing saw: what a cached
+/// copy of it is named by and checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectId {
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// Its entity tag, where the store gives one.
+    pub(crate) etag: Option<String>,
+}
 
 /// Where remote directories are cached on this node, and how much it may
 /// hold.

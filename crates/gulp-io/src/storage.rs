@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::{Cache, Cached};
+use crate::cache::{Cache, Cached, ObjectId};
 
 #[cfg(not(feature = "s3"))]
 use crate::error::ErrorKind;
@@ -23,16 +23,6 @@ fn no_s3(path: &Path) -> Error {
         reason: "this build of gulp reads no object stores (cargo feature `s3`)".into(),
     }
     .into()
-}
-
-/// Which version of an object a listing saw: what a cached copy of it is
-/// checked against.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ObjectId {
-    /// Its size in bytes.
-    pub(crate) size: u64,
-    /// Its entity tag, where the store gives one.
-    pub(crate) etag: Option<String>,
 }
 
 /// A file of a directory as its listing gives it.
