@@ -338,6 +338,10 @@ pub struct IngestArgs {
     /// the size).
     #[arg(long, visible_alias = "image-size", value_name = "N")]
     pub frame_size: Option<NonZeroU32>,
+    /// Then bring frames whose longer edge is over N pixels down to N (as
+    /// FFCV's max_resolution; smaller JPEGs are stored as they are).
+    #[arg(long, value_name = "N")]
+    pub max_size: Option<NonZeroU32>,
     /// Sample videos at this many frames per second (default: 8 for the 20BN
     /// layouts, every frame for the others).
     #[arg(long, value_name = "FPS")]

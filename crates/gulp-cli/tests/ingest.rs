@@ -1065,3 +1065,77 @@ fn merge_of_shard_directories_equals_one_run() {
     gulp().arg("merge").arg(&out).arg(&copy).assert().code(2);
     assert_eq!(digest(&out), want);
 }
+
+/// An image of `w`×`h` (ffmpeg's test pattern) at `path`.
+fn sized_image(path: &Path, w: usize, h: usize) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &format!("testsrc=size={w}x{h}"),
+        "-frames:v",
+        "1",
+        "-q:v",
+        "3",
+        path.to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn max_size_brings_long_edges_down_and_keeps_small_jpegs_as_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let imgs = t.join("imgs");
+    sized_image(&imgs.join("a/wide.jpg"), 200, 120);
+    sized_image(&imgs.join("a/tall.jpg"), 90, 160);
+    sized_image(&imgs.join("a/small.jpg"), 60, 40);
+    sized_image(&imgs.join("a/picture.png"), 300, 100);
+    let out = t.join("g");
+    gulp()
+        .args([
+            "ingest",
+            "image-folder",
+            s(&imgs),
+            s(&out),
+            "--max-size",
+            "64",
+        ])
+        .assert()
+        .code(0);
+    let gd = GulpDirectory::open(&out).unwrap();
+    let frame = |id: &str| gd.frames(id, &Selection::All).unwrap()[0].to_vec();
+    let shape = |id: &str| decode_jpeg(&frame(id), ColorMode::Auto).unwrap().shape();
+    // The long edge at 64, the other scaled and truncated.
+    assert_eq!(shape("a-wide.jpg"), vec![38, 64, 3]);
+    assert_eq!(shape("a-tall.jpg"), vec![64, 36, 3]);
+    assert_eq!(shape("a-picture.png"), vec![21, 64, 3]);
+    // Within the limit: the file's own JPEG, byte for byte.
+    assert_eq!(
+        frame("a-small.jpg"),
+        fs::read(imgs.join("a/small.jpg")).unwrap()
+    );
+    // With a short edge first: 200x120 -> 166x100 (short edge 100), then
+    // the long edge down to 128.
+    let both = t.join("g2");
+    gulp()
+        .args([
+            "ingest",
+            "image-folder",
+            s(&imgs),
+            s(&both),
+            "--frame-size",
+            "100",
+            "--max-size",
+            "128",
+        ])
+        .assert()
+        .code(0);
+    let gd = GulpDirectory::open(&both).unwrap();
+    let jpeg = gd.frames("a-wide.jpg", &Selection::All).unwrap()[0].to_vec();
+    assert_eq!(
+        decode_jpeg(&jpeg, ColorMode::Auto).unwrap().shape(),
+        vec![77, 128, 3]
+    );
+    check_clean(&out);
+}

@@ -14,8 +14,8 @@ use crate::error::ItemError;
 use crate::raster::rust_encoder;
 #[cfg(feature = "turbojpeg")]
 use crate::raster::subsampling;
+pub use crate::raster::{Resize, long_edge_size, resized_size, short_edge_size};
 use crate::raster::{jpeg_size, resize_plane};
-pub use crate::raster::{resized_size, short_edge_size};
 use crate::video;
 use crate::yuv::{self, Yuv420};
 
@@ -25,6 +25,9 @@ pub struct FrameOptions {
     /// Resize so that the shorter edge has this many pixels (gulpio2's
     /// `frame_size`/`img_size`); `None` keeps the size.
     pub short_edge: Option<u32>,
+    /// Then bring the long edge down to this many pixels if it is longer
+    /// (FFCV's `max_resolution`); JPEGs within it are stored as they are.
+    pub max_size: Option<u32>,
     /// JPEG quality of encoded frames, 1–100 (gulpio2 uses 90).
     pub quality: u8,
     /// Sample videos at this rate (ffmpeg's output `-r`); `None` keeps every
@@ -66,10 +69,21 @@ impl Subsampling {
     }
 }
 
+impl FrameOptions {
+    /// How a frame's size changes.
+    pub fn resize(&self) -> Resize {
+        Resize {
+            short_edge: self.short_edge,
+            max_size: self.max_size,
+        }
+    }
+}
+
 impl Default for FrameOptions {
     fn default() -> FrameOptions {
         FrameOptions {
             short_edge: None,
+            max_size: None,
             quality: 90,
             frame_rate: None,
             subsampling: Subsampling::Auto,
@@ -99,7 +113,7 @@ pub fn encode_frames(
             for (i, px) in frames.iter().enumerate() {
                 px.check()
                     .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?;
-                let resized = resize_short_edge(px, opts.short_edge, &mut resizer)
+                let resized = resize_short_edge(px, opts.resize(), &mut resizer)
                     .map_err(|e| ItemError::new(format!("frame {i}: {e}")))?;
                 let px = resized.as_ref().unwrap_or(px);
                 sink(
@@ -118,7 +132,7 @@ pub fn encode_frames(
                     Err("not a JPEG stream (no start-of-image marker at byte 0)".into())
                 } else {
                     decode_image(&bytes).and_then(|px| {
-                        let resized = resize_short_edge(&px, opts.short_edge, &mut resizer)?;
+                        let resized = resize_short_edge(&px, opts.resize(), &mut resizer)?;
                         encode_jpeg_with(
                             resized.as_ref().unwrap_or(&px),
                             opts.quality,
@@ -182,7 +196,7 @@ fn video_frame(
     opts: &FrameOptions,
     resizer: &mut Resizer,
 ) -> Result<Vec<u8>, String> {
-    let mut frame = yuv::resize_short_edge(&frame, opts.short_edge, resizer)?.unwrap_or(frame);
+    let mut frame = yuv::resize_short_edge(&frame, opts.resize(), resizer)?.unwrap_or(frame);
     frame.expand_range();
     yuv::encode_jpeg(&frame, opts.quality, opts.subsampling.full_for_video())
 }
@@ -196,11 +210,11 @@ pub fn is_jpeg(bytes: &[u8]) -> bool {
 /// resized and re-encoded when its size must change.
 fn jpeg_frame(jpeg: &[u8], opts: &FrameOptions, resizer: &mut Resizer) -> Result<Vec<u8>, String> {
     let (width, height) = check_jpeg(jpeg)?;
-    if resized_size(width, height, opts.short_edge).is_none() {
+    if resized_size(width, height, opts.resize()).is_none() {
         return Ok(jpeg.to_vec());
     }
     let px = decode_jpeg(jpeg)?;
-    let resized = resize_short_edge(&px, opts.short_edge, resizer)?;
+    let resized = resize_short_edge(&px, opts.resize(), resizer)?;
     encode_jpeg_with(
         resized.as_ref().unwrap_or(&px),
         opts.quality,
@@ -275,13 +289,14 @@ pub fn decode_image(bytes: &[u8]) -> Result<Pixels, String> {
 }
 
 /// Resizes with Pillow's BILINEAR (a support-scaled triangle filter, so
-/// downscaling is antialiased) when the size must change; `None` when not.
+/// downscaling is antialiased) when the size must change (`resize`: a short
+/// edge, or a [`Resize`]); `None` when not.
 pub fn resize_short_edge(
     px: &Pixels,
-    short_edge: Option<u32>,
+    resize: impl Into<Resize>,
     resizer: &mut Resizer,
 ) -> Result<Option<Pixels>, String> {
-    let Some((nw, nh)) = resized_size(px.width, px.height, short_edge) else {
+    let Some((nw, nh)) = resized_size(px.width, px.height, resize) else {
         return Ok(None);
     };
     let pixel_type = if px.channels == 1 {

@@ -8,12 +8,55 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 #[cfg(not(feature = "turbojpeg"))]
 use jpeg_encoder::{Encoder, SamplingFactor};
 
-/// The size a `width` × `height` frame is resized to for `short_edge`, or
-/// `None` when it keeps its size.
-pub fn resized_size(width: u32, height: u32, short_edge: Option<u32>) -> Option<(u32, u32)> {
-    short_edge
-        .map(|s| short_edge_size(width, height, s))
-        .filter(|&t| t != (width, height))
+/// How a frame's size changes at ingest: its short edge set to
+/// `short_edge` (gulpio2's `frame_size`/`img_size`), then its long edge
+/// brought down to `max_size` if it is longer (FFCV's `max_resolution`;
+/// never up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Resize {
+    /// The short edge after resizing.
+    pub short_edge: Option<u32>,
+    /// The longest the long edge may be.
+    pub max_size: Option<u32>,
+}
+
+impl From<Option<u32>> for Resize {
+    /// A resize by the short edge only.
+    fn from(short_edge: Option<u32>) -> Resize {
+        Resize {
+            short_edge,
+            max_size: None,
+        }
+    }
+}
+
+/// The size a `width` × `height` frame is resized to, or `None` when it
+/// keeps its size.
+pub fn resized_size(width: u32, height: u32, resize: impl Into<Resize>) -> Option<(u32, u32)> {
+    let resize = resize.into();
+    let (w, h) = resize
+        .short_edge
+        .map_or((width, height), |s| short_edge_size(width, height, s));
+    let (w, h) = match resize.max_size {
+        Some(m) if w.max(h) > m => long_edge_size(w, h, m),
+        _ => (w, h),
+    };
+    Some((w, h)).filter(|&t| t != (width, height))
+}
+
+/// The size with the long edge at `size`, the other scaled and truncated
+/// (at least 1): as `short_edge_size`, by the other edge.
+pub fn long_edge_size(width: u32, height: u32, size: u32) -> (u32, u32) {
+    let scaled = |a: u32, b: u32| {
+        // a < b here, so the result is below `size`: it fits in u32.
+        let v = u64::from(size) * u64::from(a) / u64::from(b);
+        u32::try_from(v).unwrap_or(size).max(1)
+    };
+    if width >= height {
+        (size, scaled(height, width))
+    } else {
+        (scaled(width, height), size)
+    }
 }
 
 /// gulpio2's `resize_by_short_edge` size: the shorter edge becomes `size`,
@@ -91,5 +134,35 @@ pub(crate) fn subsampling(full_chroma: bool) -> gulp_io::Subsampling {
         gulp_io::Subsampling::S444
     } else {
         gulp_io::Subsampling::S420
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_size_caps_the_long_edge_after_the_short_edge() {
+        let max = |m| Resize {
+            short_edge: None,
+            max_size: Some(m),
+        };
+        assert_eq!(resized_size(500, 375, max(256)), Some((256, 192)));
+        assert_eq!(resized_size(375, 500, max(256)), Some((192, 256)));
+        assert_eq!(resized_size(200, 100, max(256)), None, "never up");
+        assert_eq!(resized_size(256, 100, max(256)), None);
+        assert_eq!(
+            resized_size(4000, 1, max(100)),
+            Some((100, 1)),
+            "at least 1"
+        );
+        let both = Resize {
+            short_edge: Some(100),
+            max_size: Some(128),
+        };
+        // 200x120 -> 166x100 by the short edge, then 128x77.
+        assert_eq!(resized_size(200, 120, both), Some((128, 77)));
+        assert_eq!(resized_size(200, 120, Some(100)), Some((166, 100)));
+        assert_eq!(resized_size(200, 120, None), None);
     }
 }

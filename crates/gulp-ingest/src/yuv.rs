@@ -107,10 +107,10 @@ fn chroma_to_full(v: u8) -> u8 {
 /// size does not change.
 pub fn resize_short_edge(
     frame: &Yuv420,
-    short_edge: Option<u32>,
+    resize: impl Into<crate::raster::Resize>,
     resizer: &mut Resizer,
 ) -> Result<Option<Yuv420>, String> {
-    let Some((nw, nh)) = resized_size(frame.width, frame.height, short_edge) else {
+    let Some((nw, nh)) = resized_size(frame.width, frame.height, resize) else {
         return Ok(None);
     };
     frame.check()?;

@@ -43,7 +43,8 @@ fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, Py
 /// ingest --help`), with the GIL released; returns the run's report.
 #[pyfunction]
 #[pyo3(signature = (kind, inputs, output, *, videos_per_chunk = 100, num_workers = None,
-                    frame_size = None, frame_rate = None, quality = 90, subsampling = "auto",
+                    frame_size = None, max_size = None, frame_rate = None, quality = 90,
+                    subsampling = "auto",
                     meta_format = "json", shuffle_seed = None, strict = false,
                     label_name = "template", phase = "training", fsync = true, shard = None,
                     shard_count = None))]
@@ -56,6 +57,7 @@ pub(crate) fn ingest<'py>(
     videos_per_chunk: usize,
     num_workers: Option<NonZeroUsize>,
     frame_size: Option<u32>,
+    max_size: Option<u32>,
     frame_rate: Option<f64>,
     quality: u8,
     subsampling: &str,
@@ -73,6 +75,7 @@ pub(crate) fn ingest<'py>(
         workers: num_workers.map_or(IngestOptions::default().workers, NonZeroUsize::get),
         frames: FrameOptions {
             short_edge: frame_size.filter(|s| *s > 0),
+            max_size: max_size.filter(|s| *s > 0),
             quality,
             frame_rate,
             subsampling: subsampling.parse().map_err(ingest_err)?,

@@ -250,6 +250,7 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
         workers: super::threads(args.num_workers),
         frames: FrameOptions {
             short_edge: args.frame_size.map(NonZeroU32::get),
+            max_size: args.max_size.map(NonZeroU32::get),
             quality: args.quality,
             frame_rate: args.frame_rate,
             subsampling: args.subsampling.into(),

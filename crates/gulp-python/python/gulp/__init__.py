@@ -114,7 +114,8 @@ def recover(path: _Path) -> list[str]:
 
 def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100,
            num_workers: Optional[int] = None, frame_size: Optional[int] = None,
-           frame_rate: Optional[float] = None, quality: int = 90, subsampling: str = "auto",
+           max_size: Optional[int] = None, frame_rate: Optional[float] = None,
+           quality: int = 90, subsampling: str = "auto",
            meta_format: str = "json", shuffle_seed: Optional[int] = None, strict: bool = False,
            label_name: str = "template", phase: str = "training", fsync: bool = True,
            shard: Union[None, str, tuple[int, int]] = None,
@@ -130,6 +131,10 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
     videos_dir). Ids already in ``output`` are skipped, so running it again
     after an interruption completes the run.
 
+    ``frame_size`` resizes frames by their short edge; ``max_size`` then
+    brings a long edge over ``max_size`` pixels down to it (FFCV's
+    ``max_resolution``); JPEGs that keep their size are stored as they are.
+
     ``shard=(i, n)`` (or ``"i/n"``, or ``"auto"`` for the scheduler's
     environment, with ``shard_count`` on Kubernetes) writes only task ``i``'s
     chunks of ``n``: ``n`` tasks into one shared directory give what one run
@@ -140,7 +145,7 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
     return _gulp.ingest(
         kind, [str(i) for i in inputs], str(output),
         videos_per_chunk=videos_per_chunk, num_workers=num_workers,
-        frame_size=frame_size, frame_rate=frame_rate, quality=quality,
+        frame_size=frame_size, max_size=max_size, frame_rate=frame_rate, quality=quality,
         subsampling=subsampling, meta_format=meta_format, shuffle_seed=shuffle_seed,
         strict=strict, label_name=label_name, phase=phase, fsync=fsync, shard=shard,
         shard_count=shard_count,

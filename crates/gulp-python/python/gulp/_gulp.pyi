@@ -247,6 +247,7 @@ def ingest(
     videos_per_chunk: int = 100,
     num_workers: Optional[int] = None,
     frame_size: Optional[int] = None,
+    max_size: Optional[int] = None,
     frame_rate: Optional[float] = None,
     quality: int = 90,
     subsampling: str = "auto",
