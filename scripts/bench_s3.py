@@ -21,11 +21,13 @@ bucket. Every run is gulp.ClipLoader with 2 threads, TSN 8 frames, short edge
   quarter, full     the same limit with the full shuffle, for comparison
   2 ranks           ranks 0 and 1 of 2 in two processes sharing one cache
                     directory, epoch 1: the bytes the server sent
+  straight          the cold epoch again with no proxy in the path (its
+                    relaying costs CPU on the same cores); bytes not counted
 
 Bytes are the server's (proxy), headers included; data = the data objects'
-size. CPU seconds: the loader's process (decoding and fetching) and
-Garage's, which runs on the same cores here; "the transfer alone" fetches
-every chunk through a fresh cache without decoding anything.
+size. CPU seconds: the loader (this process, and the two ranks' processes),
+Garage's and the proxy's, all on the same cores here; "the transfer alone"
+fetches every chunk through a fresh cache without decoding anything.
 """
 
 from __future__ import annotations
@@ -130,27 +132,38 @@ def main() -> int:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-io", "--example",
                         "s3_put"], check=True, cwd=ROOT)
         subprocess.run([str(put), str(local), url], check=True)
+        garage_url = os.environ["AWS_ENDPOINT_URL"]
         os.environ["AWS_ENDPOINT_URL"] = proxy.url
         items = len(gulp.GulpDirectory(str(local)))
         log(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects; {url}")
 
         rows: list[dict[str, Any]] = []
 
-        def cpu() -> float:
-            """This process's CPU seconds (the loader: decoding and fetching)."""
-            r = resource.getrusage(resource.RUSAGE_SELF)
-            return r.ru_utime + r.ru_stime
+        def cpu() -> dict[str, float]:
+            """CPU seconds so far: the loader (this process and its waited-for
+            children: decoding and fetching), Garage, the counting proxy."""
+            own = resource.getrusage(resource.RUSAGE_SELF)
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return dict(loader=own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
+                        server=cpu_ticks(garage_pid) / 100,
+                        proxy=cpu_ticks(proxy.process.pid) / 100)
 
-        def row(name: str, seconds: float, clips: int, before: dict[str, Any] | None,
-                ticks: int = 0, own_cpu: float = 0.0) -> None:
-            after = proxy.stats()
-            down = after["bytes_down"] - (before or after)["bytes_down"] if before else 0
-            reqs = (sum(after["requests"].values()) - sum(before["requests"].values())
-                    if before else 0)
+        def start() -> tuple[dict[str, Any], dict[str, float], float]:
+            return proxy.stats(), cpu(), time.perf_counter()
+
+        def row(name: str, clips: int, began: tuple[dict[str, Any], dict[str, float], float] | None,
+                seconds: float | None = None, counted: bool = True) -> None:
+            """A row from `began` (start()) to now; `seconds` if timed apart."""
+            after, now = proxy.stats(), cpu()
+            before, c0, t0 = began or (after, now, time.perf_counter())
+            if seconds is None:
+                seconds = time.perf_counter() - t0
+            down = after["bytes_down"] - before["bytes_down"]
+            reqs = sum(after["requests"].values()) - sum(before["requests"].values())
             rows.append(dict(run=name, seconds=seconds, clips=clips, clips_per_s=clips / seconds,
-                             bytes=down, requests=reqs, server_cpu_s=ticks / 100,
-                             loader_cpu_s=own_cpu))
-            log(f"{name}: {clips / seconds:.1f} clips/s, {down / 1e6:.1f} MB from the server, "
+                             bytes=down if counted else None, requests=reqs if counted else None,
+                             **{k + "_cpu_s": now[k] - c0[k] for k in now}))
+            log(f"{name}: {clips / seconds:.1f} clips/s, {down / 1e6:.1f} MB through the proxy, "
                 f"{reqs} requests")
 
         # Local: the page cache warm.
@@ -159,31 +172,29 @@ def main() -> int:
         loader = gulp.ClipLoader(str(local), **PIPELINE)
         runs = []
         for e in range(2):
-            c0 = cpu()
+            began = start()
             seconds, clips = epoch(loader, e)
-            runs.append((seconds, clips, cpu() - c0))
-        seconds, clips, own = min(runs)
-        row("local directory (best of 2 epochs)", seconds, clips, None, 0, own)
+            runs.append((seconds, clips, began))
+        seconds, clips, began = min(runs, key=lambda r: r[0])
+        # The CPU columns of this row are the slower epoch's at worst.
+        row("local directory (best of 2 epochs)", clips, began, seconds)
 
         # The transfer alone: every data object fetched through a cache, no
         # decoding (one frame read per chunk).
         gd = gulp.GulpDirectory(url, cache_dir=str(work / "cache-fetch"))
         firsts = [gd._native.chunk_ids(i)[0] for i in range(gd.num_chunks)]
-        before, t0, c0 = proxy.stats(), cpu_ticks(garage_pid), cpu()
-        start = time.perf_counter()
+        began = start()
         for i in firsts:
             gd.raw(i, [0])
-        row("the transfer alone: every chunk fetched, nothing decoded",
-            time.perf_counter() - start, 0, before, cpu_ticks(garage_pid) - t0, cpu() - c0)
+        row("the transfer alone: every chunk fetched, nothing decoded", 0, began)
         del gd
 
         def remote(name: str, cache: Path, epochs: int, **extra: Any) -> None:
             loader = gulp.ClipLoader(url, cache_dir=str(cache), **PIPELINE, **extra)
             for e in range(epochs):
-                before, t0, c0 = proxy.stats(), cpu_ticks(garage_pid), cpu()
+                began = start()
                 seconds, clips = epoch(loader, e)
-                row(f"{name}, epoch {e + 1}", seconds, clips, before, cpu_ticks(garage_pid) - t0,
-                    cpu() - c0)
+                row(f"{name}, epoch {e + 1}", clips, began, seconds)
 
         remote("bucket, cache holding the dataset", work / "cache-all", 2)
         quarter = (data + meta) // 4
@@ -196,28 +207,41 @@ def main() -> int:
                 f"loader = gulp.ClipLoader(sys.argv[1], cache_dir=sys.argv[2], rank=int(sys.argv[3]),"
                 f" world_size=2, **{dict(PIPELINE, threads=1)!r})\n"
                 "for batch in loader: pass\n")
-        before = proxy.stats()
-        start = time.perf_counter()
+        began = start()
         procs = [subprocess.Popen([sys.executable, "-c", code, url, str(work / "cache-2"), str(r)])
                  for r in range(2)]
         assert all(p.wait() == 0 for p in procs)
-        row("2 ranks in 2 processes, one cache, epoch 1", time.perf_counter() - start, items,
-            before)
+        row("2 ranks in 2 processes, one cache, epoch 1", items, began)
+
+        # Without the proxy in the path (its relaying costs CPU on these same
+        # cores): the cold epoch straight from Garage, in a process of its
+        # own (a process keeps its first endpoint), bytes not counted.
+        code = ("import sys, time, gulp\n"
+                f"loader = gulp.ClipLoader(sys.argv[1], cache_dir=sys.argv[2], **{PIPELINE!r})\n"
+                "start = time.perf_counter()\n"
+                "clips = sum(len(b) for b in loader)\n"
+                "print(time.perf_counter() - start, clips)\n")
+        began = start()
+        out = subprocess.run([sys.executable, "-c", code, url, str(work / "cache-direct")],
+                             check=True, capture_output=True, text=True,
+                             env=dict(os.environ, AWS_ENDPOINT_URL=garage_url)).stdout.split()
+        row("straight from Garage (no proxy), cache holding the dataset, epoch 1", int(out[1]),
+            began, float(out[0]), counted=False)
 
         local_rate = rows[0]["clips_per_s"]
         print(f"# gulp.ClipLoader over a bucket (Garage on loopback) vs local disk\n")
         print(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects "
               f"({args.copies} copies of {args.dir}); {PIPELINE}\n")
         print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | requests | "
-              "loader CPU s | server CPU s |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "CPU s: loader | Garage | proxy |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             rate = (f"{r['clips_per_s']:.1f} | {r['clips_per_s'] / local_rate:.2f}"
                     if r["clips"] else "- | -")
-            loader_cpu = f"{r['loader_cpu_s']:.1f}" if r["loader_cpu_s"] else "-"
-            print(f"| {r['run']} | {r['seconds']:.2f} | {rate} | {r['bytes'] / 1e6:.1f} | "
-                  f"{r['bytes'] / data:.3f} | {r['requests']} | {loader_cpu} | "
-                  f"{r['server_cpu_s']:.1f} |")
+            sent = (f"{r['bytes'] / 1e6:.1f} | {r['bytes'] / data:.3f} | {r['requests']}"
+                    if r["bytes"] is not None else "- | - | -")
+            print(f"| {r['run']} | {r['seconds']:.2f} | {rate} | {sent} | "
+                  f"{r['loader_cpu_s']:.1f} | {r['server_cpu_s']:.1f} | {r['proxy_cpu_s']:.1f} |")
         if args.json:
             args.json.write_text(json.dumps(dict(items=items, chunks=chunks, data=data,
                                                  rows=rows), indent=1))
