@@ -41,7 +41,8 @@ printed. The decode limits: `gulp bench` on the gulped directory (one full
 decode of every JPEG, and one at DCT scale 1/2, gulp's libjpeg-turbo 3.1) and
 FFCV's own decoder (libffcv's imdecode on the system's libjpeg-turbo, full
 decode, as its loaders call it), one call per image on the same number of
-threads.
+threads; the bare crop loops (gulp-io's bare_turbo example) decode each
+pipeline's crops, alone and followed by the same resample to 224x224.
 Also printed: how far apart the two loaders' evaluation crops are (mean
 absolute difference over the first 256 images), as a check that both compute
 the same crop.
@@ -548,7 +549,9 @@ def main() -> int:
         decode = {scale: gulp_bench(args, gulp_bin, os.path.join(work, "gulp"), scale)
                   for scale in ("1", "1/2")}
         for key, opt in (("crop-train", ["--random-resized-crop", "224"]),
-                         ("crop-eval", ["--center-crop", "256:224"])):
+                         ("crop-eval", ["--center-crop", "256:224"]),
+                         ("crop-train-resample", ["--random-resized-crop", "224", "--resample-crop"]),
+                         ("crop-eval-resample", ["--center-crop", "256:224", "--resample-crop"])):
             r = bare_crops(args, os.path.join(work, "gulp"), opt)
             if r is not None:
                 decode[key] = r
@@ -657,6 +660,8 @@ def report(args, info, files, sampling, prep_s, g, betons, runs, shapes, decode,
     rows.append(("decode limit: every JPEG decoded once, one call per image",))
     for key, title in (("crop-train", "  bare libjpeg-turbo: each training crop's region at its DCT scale"),
                        ("crop-eval", "  bare libjpeg-turbo: each evaluation crop's region at its DCT scale"),
+                       ("crop-train-resample", "  the same training crops + the same resample to 224, bare"),
+                       ("crop-eval-resample", "  the same evaluation crops + the same resample to 224, bare"),
                        ("1", "  gulp bench: full decode (libjpeg-turbo 3.1)"),
                        ("1/2", "  gulp bench: decode at DCT scale 1/2"),
                        ("ffcv-same", "  FFCV imdecode: full decode (libjpeg-turbo "
@@ -664,7 +669,8 @@ def report(args, info, files, sampling, prep_s, g, betons, runs, shapes, decode,
                        ("ffcv-reencode", "  FFCV imdecode, .beton re-encoded (4:2:0)")):
         if key in decode:
             j, others = decode[key]
-            phase = {"crop-train": "train", "crop-eval": "eval"}.get(key)
+            phase = {"crop-train": "train", "crop-eval": "eval", "crop-train-resample": "train",
+                     "crop-eval-resample": "eval"}.get(key)
             ratio = (decode["1"][0]["frames_per_s"] / j["frames_per_s"] if key.startswith("ffcv")
                      else best(runs[phase]["gulp"]).rate / j["frames_per_s"] if phase else None)
             rows.append((title, j["frames_per_s"], ratio, None, "", others))
@@ -687,7 +693,10 @@ def report(args, info, files, sampling, prep_s, g, betons, runs, shapes, decode,
       f"cores that other processes used during the timed epochs (mean). The bare crop loops "
       f"(gulp-io's bare_turbo example) draw crops as the pipelines do (RandomResizedCrop, "
       f"or the centred 224/256 of the short edge) and decode only their rows and iMCU "
-      f"columns at the least n/8 keeping them >= 224 px, without resampling or flipping.")
+      f"columns at the least n/8 keeping them >= 224 px, without resampling or flipping; "
+      f"the '+ the same resample' rows add the pipelines' last step, the crop resampled to "
+      f"224x224 with the loaders' filter (fast_image_resize's bilinear convolution), still "
+      f"without flipping or batching.")
     for phase in ("train", "eval"):
         out = []
         for key, sh in shapes[phase].items():
