@@ -192,14 +192,7 @@ fn resample(
 ) -> Result<(), BoxError> {
     let side = (c as f64 * w.min(h) as f64 / s as f64).min(w.min(h) as f64);
     let (cx, cy) = ((w as f64 - side) / 2.0, (h as f64 - side) / 2.0);
-    out.resize(c * c * 3, 0);
-    let src = ImageRef::new(w as u32, h as u32, &rgb[..w * h * 3], PixelType::U8x3)?;
-    let mut dst = FirImage::from_slice_u8(c as u32, c as u32, out, PixelType::U8x3)?;
-    let options = ResizeOptions::new()
-        .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
-        .crop(cx, cy, side, side);
-    resizer.resize(&src, &mut dst, &options)?;
-    Ok(())
+    resample_box(resizer, rgb, (w, h), (cx, cy, side, side), c, out)
 }
 
 /// Resamples the box `(x, y, w, h)` of the `rw` x `rh` RGB region to
