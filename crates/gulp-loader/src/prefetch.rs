@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::catalog::{Catalog, ChunkKey};
@@ -120,6 +120,28 @@ impl Schedule {
             .sum()
     }
 
+    /// Waits while `blocked(next)` holds for the consumer's next batch, in
+    /// steps of 50 ms so that `cancel` is seen; the lock on the consumer's
+    /// batch, or `None` once cancelled.
+    fn wait_while(
+        &self,
+        cancel: &AtomicBool,
+        mut blocked: impl FnMut(usize) -> bool,
+    ) -> Option<MutexGuard<'_, usize>> {
+        let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        while blocked(*next) {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            next = self
+                .moved
+                .wait_timeout(next, Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Some(next)
+    }
+
     /// Opens every chunk of the pass in the order of the batches that first
     /// read it, at most `ahead` batches beyond the consumer, until the pass
     /// ends or `cancel` is set. When the cache has no room for the next
@@ -134,19 +156,12 @@ impl Schedule {
             let batch = self.first + k;
             // Wait until the batch is within reach of the consumer, and the
             // chunks from its batch to this one fit the budget.
-            let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-            while batch >= *next + ahead
-                || (batch > *next && self.held_from(*next, batch) > self.budget.unwrap_or(u64::MAX))
-            {
-                if cancel.load(Ordering::Relaxed) {
-                    return;
-                }
-                next = self
-                    .moved
-                    .wait_timeout(next, Duration::from_millis(50))
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-            }
+            let budget = self.budget.unwrap_or(u64::MAX);
+            let Some(next) = self.wait_while(cancel, |next| {
+                batch >= next + ahead || (batch > next && self.held_from(next, batch) > budget)
+            }) else {
+                return;
+            };
             drop(next);
             for key in keys {
                 if cancel.load(Ordering::Relaxed) {
@@ -166,17 +181,11 @@ impl Schedule {
                         break;
                     }
                     // No room: wait for a release, until the batch's turn.
-                    let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-                    while self.released.load(Ordering::Relaxed) == released && *next <= batch {
-                        if cancel.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        next = self
-                            .moved
-                            .wait_timeout(next, Duration::from_millis(50))
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0;
-                    }
+                    let Some(next) = self.wait_while(cancel, |next| {
+                        self.released.load(Ordering::Relaxed) == released && next <= batch
+                    }) else {
+                        return;
+                    };
                     if *next > batch {
                         break;
                     }

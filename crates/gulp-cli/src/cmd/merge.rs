@@ -143,15 +143,7 @@ pub fn run(args: &MergeArgs) -> Result<Outcome> {
         refuse_unfinished(out, &gulp, false, &[])?;
         Listing::of(out, &gulp)?
     };
-    let sources = args
-        .dirs
-        .iter()
-        .map(|dir| {
-            let source = open(dir)?;
-            refuse_unfinished(dir, &source, true, &[])?;
-            Listing::of(dir, &source)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let sources = source_listings(&args.dirs)?;
     let MergePlan { moves, labels } = plan(target, &sources)?;
 
     for m in &moves {
@@ -255,15 +247,7 @@ fn run_remote(args: &MergeArgs) -> Result<Outcome> {
             }
         }
     }
-    let sources = args
-        .dirs
-        .iter()
-        .map(|dir| {
-            let source = open(dir)?;
-            refuse_unfinished(dir, &source, true, &[])?;
-            Listing::of(dir, &source)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let sources = source_listings(&args.dirs)?;
     let incoming: Vec<u64> = sources.iter().flat_map(|s| s.chunks.clone()).collect();
     let target = {
         let gulp = open(out)?;
@@ -296,6 +280,18 @@ fn run_remote(args: &MergeArgs) -> Result<Outcome> {
 fn is_bookkeeping(name: &str) -> bool {
     name == PLAN_FILE
         || (name.starts_with(&format!("{TEMP_PREFIX}shard-")) && name.ends_with(".done"))
+}
+
+/// Each source directory opened, refused if an ingest into it is
+/// unfinished, and listed.
+fn source_listings(dirs: &[PathBuf]) -> Result<Vec<Listing>> {
+    dirs.iter()
+        .map(|dir| {
+            let source = open(dir)?;
+            refuse_unfinished(dir, &source, true, &[])?;
+            Listing::of(dir, &source)
+        })
+        .collect()
 }
 
 /// Refuses a directory with an unfinished write (a running or killed
