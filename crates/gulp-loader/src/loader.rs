@@ -17,6 +17,7 @@ use crate::fingerprint::Fnv;
 use crate::options::{LoaderOptions, OnError, check_options};
 use crate::order::Slot;
 use crate::prefetch::Schedule;
+use crate::ranks::Ranks;
 use crate::rng::Rng;
 use crate::sampling::{Placement, clip_indices};
 use crate::shuffle::block_shuffle;
@@ -61,6 +62,11 @@ pub struct Batch {
     /// the split between ranks): what makes its random draws, and what
     /// tells, over all ranks, that each position was served once.
     pub positions: Vec<usize>,
+    /// Whether each clip repeats a sample to pad the ranks' shares to the
+    /// same length (`drop_last = false` only; its position is past the
+    /// epoch's samples): an exact evaluation leaves these out of its
+    /// metrics.
+    pub padding: Vec<bool>,
     /// Frame indices of each clip (of its item, inside its segment), `B ×
     /// T`, row-major.
     pub indices: Vec<usize>,
@@ -209,10 +215,13 @@ impl Loader {
     pub fn from_sources(sources: &[Source], options: LoaderOptions) -> Result<Loader> {
         check_options(&options)?;
         let catalog = Catalog::open(sources, &options)?;
-        let threads = if options.threads == 0 {
-            default_threads(options.local_world_size, |k| std::env::var(k).ok())
-        } else {
-            options.threads
+        let threads = match options.threads {
+            Some(n) => n,
+            None => default_threads(
+                options
+                    .local_world_size
+                    .unwrap_or_else(|| Ranks::from_env().local_world_size),
+            ),
         };
         Ok(Loader {
             inner: Arc::new(Inner {
@@ -329,8 +338,13 @@ impl Loader {
             o.clips,
             &o.spatial,
             o.batch_size,
-            (o.order.shuffle, o.order.drop_last, o.order.chunk_window),
-            o.train,
+            // As states saved before `Shuffle` spelled it.
+            (
+                o.order.shuffle.is_on(),
+                o.order.drop_last,
+                o.order.shuffle.chunk_window(),
+            ),
+            o.is_training(),
             &o.labels,
             o.decode,
         ))
@@ -452,8 +466,8 @@ impl Loader {
         let crops = o.spatial.crop.views();
         let catalog = &self.inner.catalog;
         let mut order = catalog.composition.epoch(o.order.seed, epoch);
-        match o.order.chunk_window {
-            Some(window) if o.order.shuffle => block_shuffle(
+        match o.order.shuffle.chunk_window() {
+            Some(window) => block_shuffle(
                 &mut order,
                 |&s| catalog.chunk_of(s as usize),
                 window,
@@ -582,24 +596,13 @@ impl Loader {
     }
 }
 
-/// The decoding threads of a loader with `threads = 0`: the cores this
-/// process may use divided among the ranks of the node, at least 1. The
-/// ranks are `local_world_size`, or when it is 0 the launcher's
-/// `LOCAL_WORLD_SIZE` (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1:
-/// 8 ranks on a 64-core node get 8 threads each, not 64.
-pub fn default_threads(local_world_size: usize, env: impl Fn(&str) -> Option<String>) -> usize {
+/// The decoding threads of a loader with `threads = None`: the cores this
+/// process may use divided among the `local_world_size` ranks of the node
+/// (see [`crate::Ranks`]), at least 1: 8 ranks on a 64-core node get 8
+/// threads each, not 64.
+pub fn default_threads(local_world_size: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let from_env = || {
-        ["LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"]
-            .iter()
-            .find_map(|k| env(k)?.trim().parse::<usize>().ok())
-            .filter(|n| *n > 0)
-    };
-    let ranks = match local_world_size {
-        0 => from_env().unwrap_or(1),
-        n => n,
-    };
-    (cores / ranks).max(1)
+    (cores / local_world_size.max(1)).max(1)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -642,6 +645,7 @@ fn make_batch(
         sources: Vec::with_capacity(part.len()),
         segments: Vec::with_capacity(part.len()),
         positions: Vec::with_capacity(part.len()),
+        padding: Vec::with_capacity(part.len()),
         indices: Vec::with_capacity(part.len() * t),
         views: Vec::with_capacity(part.len()),
         skipped: Vec::new(),
@@ -668,6 +672,9 @@ fn make_batch(
                 batch.sources.push(item.source as usize);
                 batch.segments.push([first, end]);
                 batch.positions.push(sample.slot.position);
+                batch
+                    .padding
+                    .push(sample.slot.position >= catalog.composition.len());
                 batch.indices.extend(indices);
                 batch
                     .views
@@ -717,7 +724,7 @@ fn make_clip(
         sample.slot.position as u64,
         sample.clip as u64,
     ]);
-    let placement = if o.train {
+    let placement = if o.is_training() {
         Placement::Random(&mut rng)
     } else {
         Placement::Fixed {
@@ -745,7 +752,7 @@ fn make_clip(
         .draw(
             first.width,
             first.height,
-            o.train.then_some(&mut rng),
+            o.is_training().then_some(&mut rng),
             sample.crop,
         )
         .map_err(|reason| Error::Clip {
@@ -904,17 +911,10 @@ mod tests {
     #[test]
     fn the_cores_are_divided_among_the_ranks_of_a_node() {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let none = |_: &str| None;
-        assert_eq!(default_threads(0, none), cores);
-        assert_eq!(default_threads(cores, none), 1);
-        assert_eq!(default_threads(cores * 4, none), 1, "at least one");
-        let torchrun = |k: &str| (k == "LOCAL_WORLD_SIZE").then(|| cores.to_string());
-        assert_eq!(default_threads(0, torchrun), 1);
-        let srun = |k: &str| (k == "SLURM_NTASKS_PER_NODE").then(|| "2".to_owned());
-        assert_eq!(default_threads(0, srun), (cores / 2).max(1));
-        // The option wins over the environment; a bad value is ignored.
-        assert_eq!(default_threads(1, torchrun), cores);
-        let bad = |_: &str| Some("x".to_owned());
-        assert_eq!(default_threads(0, bad), cores);
+        assert_eq!(default_threads(1), cores);
+        assert_eq!(default_threads(0), cores);
+        assert_eq!(default_threads(cores), 1);
+        assert_eq!(default_threads(cores * 4), 1, "at least one");
+        assert_eq!(default_threads(2), (cores / 2).max(1));
     }
 }

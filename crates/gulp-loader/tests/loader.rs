@@ -10,7 +10,7 @@ use gulp_format::{JsonSerializer, Value};
 use gulp_io::{ChunkWriter, ColorMode, decode_jpeg};
 use gulp_loader::{
     Amount, CropMode, Loader, LoaderOptions, OnError, OnMissing, Order, Sampler, Sampling,
-    Segments, Source, Spatial, Target, TargetValues, Targets, clip_indices,
+    Segments, Shuffle, Source, Spatial, Target, TargetValues, Targets, clip_indices,
 };
 
 /// `n` JPEG frames of an ffmpeg test source at `w`×`h`.
@@ -144,11 +144,12 @@ fn eval_options() -> LoaderOptions {
         },
         batch_size: 3,
         order: Order {
-            shuffle: false,
+            shuffle: Shuffle::Off,
+            drop_last: false,
             ..Order::default()
         },
-        train: false,
-        threads: 2,
+        train: Some(false),
+        threads: Some(2),
         ..LoaderOptions::default()
     }
 }
@@ -166,12 +167,13 @@ fn train_options(threads: usize) -> LoaderOptions {
         },
         batch_size: 4,
         order: Order {
-            shuffle: true,
+            shuffle: Shuffle::Items,
             seed: 42,
+            drop_last: false,
             ..Order::default()
         },
-        train: true,
-        threads,
+        train: Some(true),
+        threads: Some(threads),
         ..LoaderOptions::default()
     }
 }
@@ -834,7 +836,8 @@ fn stored_size_batches_need_equal_frames() {
 fn quick_options() -> LoaderOptions {
     LoaderOptions {
         order: Order {
-            shuffle: false,
+            shuffle: Shuffle::Off,
+            drop_last: false,
             ..Order::default()
         },
         frames: 1,
@@ -845,8 +848,8 @@ fn quick_options() -> LoaderOptions {
             flip: false,
         },
         batch_size: 4,
-        train: false,
-        threads: 2,
+        train: Some(false),
+        threads: Some(2),
         ..LoaderOptions::default()
     }
 }
@@ -1394,15 +1397,14 @@ fn by_chunks(window: usize, rank: usize, world_size: usize, threads: usize) -> L
         },
         batch_size: 2,
         order: Order {
-            shuffle: true,
-            chunk_window: Some(window),
+            shuffle: Shuffle::Chunks { window },
             seed: 3,
             rank,
             world_size,
             drop_last: false,
         },
-        train: true,
-        threads,
+        train: Some(true),
+        threads: Some(threads),
         labels: gulp_loader::Labels {
             key: "label".into(),
             index: Some(vec![("bars".into(), 0)]),
@@ -1462,7 +1464,7 @@ fn a_shuffle_by_chunks_gives_each_rank_its_own_chunks() {
     assert_eq!(one, ids(by_chunks(2, 0, 1, 2)));
     let plain = ids(LoaderOptions {
         order: Order {
-            chunk_window: None,
+            shuffle: Shuffle::Items,
             ..by_chunks(2, 0, 1, 1).order
         },
         ..by_chunks(2, 0, 1, 1)
