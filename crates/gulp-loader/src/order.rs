@@ -59,6 +59,19 @@ impl std::str::FromStr for Shuffle {
 }
 
 impl Shuffle {
+    /// This shuffle with the chunk window `window`, when one is given:
+    /// only a shuffle by chunks takes one, of at least 1 chunk.
+    pub fn with_window(self, window: Option<usize>) -> Result<Shuffle, String> {
+        match (self, window) {
+            (shuffle, None) => Ok(shuffle),
+            (Shuffle::Chunks { .. }, Some(0)) => {
+                Err("chunk_window must be at least 1 chunk".into())
+            }
+            (Shuffle::Chunks { .. }, Some(window)) => Ok(Shuffle::Chunks { window }),
+            (_, Some(_)) => Err("chunk_window goes with shuffle='chunks'".into()),
+        }
+    }
+
     /// Whether the samples are shuffled at all.
     pub fn is_on(&self) -> bool {
         !matches!(self, Shuffle::Off)

@@ -50,13 +50,12 @@ impl Launch {
     /// no launcher is there or what it says does not parse.
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Option<Launch> {
         let number = |k: &str| env(k)?.trim().parse::<usize>().ok();
-        let local = |k: &str| number(k).filter(|n| *n > 0);
         if let (Some(rank), Some(world_size)) = (number("RANK"), number("WORLD_SIZE")) {
             return Some(Launch {
                 launcher: Launcher::Torchrun,
                 rank,
                 world_size,
-                local_world_size: local("LOCAL_WORLD_SIZE"),
+                local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
             })
             .filter(Launch::is_valid);
         }
@@ -67,12 +66,24 @@ impl Launch {
                     launcher: Launcher::Slurm,
                     rank,
                     world_size,
-                    local_world_size: local("SLURM_NTASKS_PER_NODE"),
+                    local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
                 })
                 .filter(Launch::is_valid);
             }
         }
         None
+    }
+
+    /// The ranks on this node as the environment says them, even without
+    /// the job's ranks: torchrun's `LOCAL_WORLD_SIZE`, else the
+    /// `SLURM_NTASKS_PER_NODE` of an `srun` step.
+    pub fn local_from_env(env: impl Fn(&str) -> Option<String>) -> Option<(usize, Launcher)> {
+        let number = |k: &str| env(k)?.trim().parse::<usize>().ok().filter(|n| *n > 0);
+        if let Some(n) = number("LOCAL_WORLD_SIZE") {
+            return Some((n, Launcher::Torchrun));
+        }
+        env("SLURM_STEP_ID")?;
+        number("SLURM_NTASKS_PER_NODE").map(|n| (n, Launcher::Slurm))
     }
 
     fn is_valid(&self) -> bool {
@@ -132,48 +143,51 @@ impl Ranks {
     /// The launcher's ranks from this process's environment (rank 0 of 1
     /// without a launcher).
     pub fn from_env() -> Ranks {
+        let env = |k: &str| std::env::var(k).ok();
         Ranks::resolve(
             GivenRanks::default(),
-            Launch::from_env(|k| std::env::var(k).ok()),
+            Launch::from_env(env),
+            Launch::local_from_env(env),
         )
         .0
     }
 
     /// The ranks: each value given wins, the others come from `launch`
-    /// (else rank 0 of 1, one rank on the node). A given value that
-    /// contradicts the launcher is kept, and a warning says both (a script
-    /// that says `world_size=1` under a launcher of 4 ranks trains every
-    /// rank on the whole epoch).
-    pub fn resolve(given: GivenRanks, launch: Option<Launch>) -> (Ranks, Vec<String>) {
+    /// (the node's count from `local` when `launch` does not say it; else
+    /// rank 0 of 1, one rank on the node). A given value that contradicts
+    /// the launcher is kept, and a warning says both (a script that says
+    /// `world_size=1` under a launcher of 4 ranks trains every rank on the
+    /// whole epoch).
+    pub fn resolve(
+        given: GivenRanks,
+        launch: Option<Launch>,
+        local: Option<(usize, Launcher)>,
+    ) -> (Ranks, Vec<String>) {
         let mut warnings = Vec::new();
-        let mut pick =
-            |name: &str, given: Option<usize>, said: Option<usize>, default: usize| match (
-                given, said, launch,
-            ) {
-                (Some(g), Some(s), Some(l)) if g != s => {
-                    warnings.push(format!(
-                        "{name}={g} was given, but the launcher ({}) says {name} {s}; using {g}",
-                        l.launcher
-                    ));
-                    (g, RankSource::Given)
-                }
-                (Some(g), _, _) => (g, RankSource::Given),
-                (None, Some(s), Some(l)) => (s, RankSource::Launcher(l.launcher)),
-                _ => (default, RankSource::Default),
-            };
-        let (world_size, world_from) = pick(
-            "world_size",
-            given.world_size,
-            launch.map(|l| l.world_size),
-            1,
-        );
-        let (rank, rank_from) = pick("rank", given.rank, launch.map(|l| l.rank), 0);
-        let (local_world_size, local_source) = pick(
-            "local_world_size",
-            given.local_world_size,
-            launch.and_then(|l| l.local_world_size),
-            1,
-        );
+        let mut pick = |name: &str,
+                        given: Option<usize>,
+                        said: Option<(usize, Launcher)>,
+                        default: usize| match (given, said) {
+            (Some(g), Some((s, launcher))) if g != s => {
+                warnings.push(format!(
+                    "{name}={g} was given, but the launcher ({launcher}) says {name} {s}; \
+                     using {g}"
+                ));
+                (g, RankSource::Given)
+            }
+            (Some(g), _) => (g, RankSource::Given),
+            (None, Some((s, launcher))) => (s, RankSource::Launcher(launcher)),
+            (None, None) => (default, RankSource::Default),
+        };
+        let said = |f: fn(&Launch) -> usize| launch.map(|l| (f(&l), l.launcher));
+        let (world_size, world_from) =
+            pick("world_size", given.world_size, said(|l| l.world_size), 1);
+        let (rank, rank_from) = pick("rank", given.rank, said(|l| l.rank), 0);
+        let node = launch
+            .and_then(|l| l.local_world_size.map(|n| (n, l.launcher)))
+            .or(local);
+        let (local_world_size, local_source) =
+            pick("local_world_size", given.local_world_size, node, 1);
         let source = match (rank_from, world_from) {
             (RankSource::Given, _) | (_, RankSource::Given) => RankSource::Given,
             (from, _) => from,
@@ -250,7 +264,7 @@ mod tests {
     #[test]
     fn given_values_win_and_contradictions_warn() {
         let launch = Launch::from_env(env(&[("RANK", "1"), ("WORLD_SIZE", "4")]));
-        let (r, warnings) = Ranks::resolve(GivenRanks::default(), launch);
+        let (r, warnings) = Ranks::resolve(GivenRanks::default(), launch, None);
         assert_eq!((r.rank, r.world_size, r.local_world_size), (1, 4, 1));
         assert_eq!(r.source, RankSource::Launcher(Launcher::Torchrun));
         assert_eq!(r.local_source, RankSource::Default);
@@ -261,16 +275,19 @@ mod tests {
             world_size: Some(1),
             local_world_size: None,
         };
-        let (r, warnings) = Ranks::resolve(given, launch);
+        let (r, warnings) = Ranks::resolve(given, launch, None);
         assert_eq!((r.rank, r.world_size, r.source), (0, 1, RankSource::Given));
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("world_size=1") && warnings[0].contains("world_size 4"));
         assert!(warnings[0].contains("RANK/WORLD_SIZE"), "{}", warnings[0]);
 
-        let (r, warnings) = Ranks::resolve(given, None);
+        let (r, warnings) = Ranks::resolve(given, None, None);
         assert_eq!((r.rank, r.world_size, r.source), (0, 1, RankSource::Given));
         assert!(warnings.is_empty());
-        let (r, _) = Ranks::resolve(GivenRanks::default(), None);
+        let (r, _) = Ranks::resolve(GivenRanks::default(), None, None);
+        let local = Launch::local_from_env(env(&[("LOCAL_WORLD_SIZE", "4")]));
+        let (alone, _) = Ranks::resolve(GivenRanks::default(), None, local);
+        assert_eq!((alone.world_size, alone.local_world_size), (1, 4));
         assert_eq!(
             (r.rank, r.world_size, r.source),
             (0, 1, RankSource::Default)
