@@ -137,9 +137,10 @@ def tensors(loader: ClipLoader, pin_memory: bool = False,
 
 class ClipDataset(_data.IterableDataset[Any]):
     """A :class:`gulp.ClipLoader` as a PyTorch ``IterableDataset`` of
-    ``(frames, labels)`` batches (``(frames, labels, padding)`` with
-    ``with_padding=True``: ``padding`` is a ``bool [B]`` tensor of the clips
-    that pad the ranks' shares, for an exact evaluation).
+    ``(frames, labels)`` batches (``(frames, labels, batch)`` with
+    ``with_batch=True``: the :class:`gulp.Batch` beside the tensors, for its
+    ``ids``, ``positions`` and ``padding``: an exact evaluation leaves out
+    the clips with ``batch.padding`` set).
 
     The arguments are ``ClipLoader``'s, plus what :class:`Transfer` takes
     (``device``, ``dtype``, ``mean``, ``std``, ``channels_first``,
@@ -156,13 +157,13 @@ class ClipDataset(_data.IterableDataset[Any]):
                  device: Union[None, str, _torch.device] = None,
                  dtype: Optional[_torch.dtype] = None,
                  mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
-                 channels_first: bool = False, with_padding: bool = False,
+                 channels_first: bool = False, with_batch: bool = False,
                  **options: Any) -> None:
         super().__init__()
         self.path = path
         self.options = options
         self.transfer = Transfer(device, dtype, mean, std, channels_first, pin_memory)
-        self.with_padding = with_padding
+        self.with_batch = with_batch
         self._loader: Optional[ClipLoader] = None
         self._epoch: Optional[int] = None
         self._state: Optional[Mapping[str, int]] = None
@@ -186,8 +187,8 @@ class ClipDataset(_data.IterableDataset[Any]):
                 "DataLoader(num_workers=0, batch_size=None), or iterate over it directly")
         for batch in self.loader:
             frames, labels = to_tensors(batch, transfer=self.transfer)
-            if self.with_padding:
-                yield frames, labels, _torch.from_numpy(batch.padding)
+            if self.with_batch:
+                yield frames, labels, batch
             else:
                 yield frames, labels
 
