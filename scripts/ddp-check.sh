@@ -23,7 +23,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 log() { echo "ddp-check.sh: $*" >&2; }
 
-PY="$(scripts/torch-env.sh)"
+# GULP_TORCH_PYTHON: a Python that has torch, torchdata, lightning and this
+# checkout's gulp already (skips scripts/torch-env.sh and its wheel build).
+PY="${GULP_TORCH_PYTHON:-$(scripts/torch-env.sh)}"
 TORCHRUN="$(dirname "$PY")/torchrun"
 work="$(mktemp -d /tmp/gulp-ddp.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -38,7 +40,7 @@ for c in 0 1 2; do
             -pix_fmt yuv420p "$work/videos/class$c/v$i.mp4"
     done
 done
-"$(dirname "$PY")/gulp" ingest video-folder "$work/videos" "$work/gulp" --videos-per-chunk 8 --quiet
+"$PY" -m gulp ingest video-folder "$work/videos" "$work/gulp" --videos-per-chunk 8 --quiet
 
 run() { # run PHASE NPROC ARGS...
     local phase=$1 nproc=$2

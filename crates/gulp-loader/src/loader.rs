@@ -389,8 +389,9 @@ impl Loader {
     }
 
     /// Resumes from `state`: the next iteration yields exactly what follows
-    /// it. On the rank and world size that saved it, the same batches; on
-    /// another rank or world size, this rank's share of the rest of the
+    /// it. On the world size that saved it, this rank's batches from the
+    /// same batch number (a rank's own state, or any rank's of the same
+    /// step); on another world size, this rank's share of the rest of the
     /// epoch from `state.position` (see [`State`]). A state of another
     /// seed, data, options, sources, subset, weights or targets is refused,
     /// naming what differs.
@@ -416,7 +417,11 @@ impl Loader {
                  threads may change)"
             )));
         }
-        if (state.rank, state.world_size) == (now.rank, now.world_size) {
+        // On the same world size every rank has yielded the same batches of
+        // its share: any rank's state says where each rank is (Lightning
+        // saves rank 0's and hands it to all), and the epoch keeps its
+        // length, as a framework counting batches from its start expects.
+        if state.world_size == now.world_size {
             let batches = self.batches_from(state.start);
             if state.batch > batches {
                 return Err(Error::State(format!(
@@ -435,11 +440,10 @@ impl Loader {
         let Some(position) = state.position else {
             return Err(Error::State(format!(
                 "the state of rank {}/{} ended inside an item's {} clips, so it resumes on \
-                 rank {}/{} only",
+                 a world size of {} only",
                 state.rank,
                 state.world_size,
                 self.views(),
-                state.rank,
                 state.world_size
             )));
         };

@@ -615,7 +615,7 @@ fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
 }
 
 #[test]
-fn a_state_inside_an_items_clips_resumes_on_its_own_rank_only() {
+fn a_state_inside_an_items_clips_resumes_on_its_own_world_size_only() {
     let fx = fixture();
     let options = |world_size: usize| LoaderOptions {
         clips: 2,
@@ -632,9 +632,21 @@ fn a_state_inside_an_items_clips_resumes_on_its_own_rank_only() {
     assert_eq!(state.position, None); // 3 clips: one item and a half
     let mut other = Loader::open(&fx.dir, options(3)).expect("open");
     let err = other.load_state(&state).expect_err("mid-item");
-    assert!(err.to_string().contains("rank 0/2 only"), "{err}");
+    assert!(err.to_string().contains("a world size of 2 only"), "{err}");
     let mut same = Loader::open(&fx.dir, options(2)).expect("open");
     same.load_state(&state).expect("the same rank and world");
+    // Another rank of the same world resumes from it too (Lightning hands
+    // rank 0's state to every rank): at the same batch of its own share.
+    let rank1 = |o: LoaderOptions| LoaderOptions {
+        order: Order { rank: 1, ..o.order },
+        ..o
+    };
+    let mut whole = Loader::open(&fx.dir, rank1(options(2))).expect("open");
+    let expected: Vec<_> = collect(&mut whole).into_iter().skip(1).map(|b| b.ids).collect();
+    let mut other_rank = Loader::open(&fx.dir, rank1(options(2))).expect("open");
+    other_rank.load_state(&state).expect("another rank of the same world");
+    let got: Vec<_> = collect(&mut other_rank).into_iter().map(|b| b.ids).collect();
+    assert_eq!(got, expected);
 }
 
 #[test]
