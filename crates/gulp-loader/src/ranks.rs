@@ -59,17 +59,18 @@ impl Launch {
             })
             .filter(Launch::is_valid);
         }
-        if env("SLURM_STEP_ID").is_some() {
-            if let (Some(rank), Some(world_size)) = (number("SLURM_PROCID"), number("SLURM_NTASKS"))
-            {
-                return Some(Launch {
-                    launcher: Launcher::Slurm,
-                    rank,
-                    world_size,
-                    local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
-                })
-                .filter(Launch::is_valid);
-            }
+        if let (Some(_), Some(rank), Some(world_size)) = (
+            env("SLURM_STEP_ID"),
+            number("SLURM_PROCID"),
+            number("SLURM_NTASKS"),
+        ) {
+            return Some(Launch {
+                launcher: Launcher::Slurm,
+                rank,
+                world_size,
+                local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
+            })
+            .filter(Launch::is_valid);
         }
         None
     }

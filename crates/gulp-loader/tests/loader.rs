@@ -642,10 +642,19 @@ fn a_state_inside_an_items_clips_resumes_on_its_own_world_size_only() {
         ..o
     };
     let mut whole = Loader::open(&fx.dir, rank1(options(2))).expect("open");
-    let expected: Vec<_> = collect(&mut whole).into_iter().skip(1).map(|b| b.ids).collect();
+    let expected: Vec<_> = collect(&mut whole)
+        .into_iter()
+        .skip(1)
+        .map(|b| b.ids)
+        .collect();
     let mut other_rank = Loader::open(&fx.dir, rank1(options(2))).expect("open");
-    other_rank.load_state(&state).expect("another rank of the same world");
-    let got: Vec<_> = collect(&mut other_rank).into_iter().map(|b| b.ids).collect();
+    other_rank
+        .load_state(&state)
+        .expect("another rank of the same world");
+    let got: Vec<_> = collect(&mut other_rank)
+        .into_iter()
+        .map(|b| b.ids)
+        .collect();
     assert_eq!(got, expected);
 }
 
