@@ -108,7 +108,7 @@ def worker(task, path, passes):
         "gulpio2-raw": lambda i: g[i],
         "gulp-getitem": lambda i: g[i],
         "gulp-read": lambda i: g.read(i),
-        "gulp-half": lambda i: g.read(i, scale="1/2"),
+        "gulp-half": lambda i: g.read(i, dct_scale="1/2"),
         "gulp-raw": lambda i: g.raw(i),
     }.get(task)
     if task == "gulp-getitem-2-threads":
@@ -246,7 +246,7 @@ def main_table(a):
         ("gd[id], 2 Python threads (gulpio2: 1; it holds the GIL)",
          f"{res['gulp-getitem-2-threads']:,.0f} frames/s", f"{g2r:,.0f} frames/s",
          res["gulp-getitem-2-threads"] / g2r, "-", None),
-        ("gd.read(id, scale='1/2'), 1 thread (gulpio2: full size)", f"{res['gulp-half']:,.0f} frames/s",
+        ("gd.read(id, dct_scale='1/2'), 1 thread (gulpio2: full size)", f"{res['gulp-half']:,.0f} frames/s",
          f"{g2r:,.0f} frames/s", res["gulp-half"] / g2r, "-", None),
         (f"Raw frames, {res['mean_frame_bytes'] / 1e3:.0f} kB each (gulp: gd.raw(id), "
          "memoryviews of the map; gulpio2: gd[id] with an identity decoder)",

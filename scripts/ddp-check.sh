@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# On demand (torch is large, so not in the test command): a real
-# multi-process training run on gulp batches, stopped mid-epoch and resumed
-# on another number of ranks.
+# On demand (torch is large, so not in the test command): real multi-process
+# training runs on gulp batches with no rank= or world_size= anywhere in the
+# code (the loader reads them from the launcher), stopped mid-epoch and
+# resumed on another number of ranks; the same from Slurm's variables set by
+# hand (no torch.distributed); a contradiction that warns; and resumes
+# through torchdata's StatefulDataLoader and a Lightning checkpoint.
 #
 #   scripts/ddp-check.sh
 #
@@ -20,7 +23,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 log() { echo "ddp-check.sh: $*" >&2; }
 
-PY="$(scripts/torch-env.sh)"
+# GULP_TORCH_PYTHON: a Python that has torch, torchdata, lightning and this
+# checkout's gulp already (skips scripts/torch-env.sh and its wheel build).
+PY="${GULP_TORCH_PYTHON:-$(scripts/torch-env.sh)}"
 TORCHRUN="$(dirname "$PY")/torchrun"
 work="$(mktemp -d /tmp/gulp-ddp.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -35,7 +40,7 @@ for c in 0 1 2; do
             -pix_fmt yuv420p "$work/videos/class$c/v$i.mp4"
     done
 done
-"$(dirname "$PY")/gulp" ingest video-folder "$work/videos" "$work/gulp" --videos-per-chunk 8 --quiet
+"$PY" -m gulp ingest video-folder "$work/videos" "$work/gulp" --videos-per-chunk 8 --quiet
 
 run() { # run PHASE NPROC ARGS...
     local phase=$1 nproc=$2
@@ -49,6 +54,31 @@ run stop 2 --epochs 1 --stop-after 3 --checkpoint "$work/ckpt.pt"
 run resume-on-2 2 --epochs 1 --resume "$work/ckpt.pt"
 run resume-on-1 1 --epochs 1 --resume "$work/ckpt.pt"
 log "three runs in $((SECONDS - start)) s"
+
+log "srun's variables set by hand, no torch.distributed: 2 processes, no rank= given"
+for r in 0 1; do
+    env -u RANK -u WORLD_SIZE SLURM_STEP_ID=0 SLURM_PROCID=$r SLURM_NTASKS=2 \
+        "$PY" scripts/torch_resume_check.py positions "$work/gulp" "$work/slurm.log" &
+done
+wait
+log "a contradiction: world_size=1 given under RANK=1 WORLD_SIZE=2"
+RANK=1 WORLD_SIZE=2 "$PY" -c '
+import sys, warnings, gulp
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    loader = gulp.ClipLoader(sys.argv[1], world_size=1, rank=0)
+print(repr(loader.world_size), "|", "; ".join(str(x.message) for x in w))
+' "$work/gulp" | tee "$work/contradiction.txt" >&2
+grep -q "world_size=1 was given, but the launcher (RANK/WORLD_SIZE) says world_size 2" \
+    "$work/contradiction.txt" || { log "error: no warning for the contradiction"; exit 1; }
+
+log "torchdata's StatefulDataLoader, stopped after 3 batches and resumed from its state"
+"$PY" scripts/torch_resume_check.py stateful "$work/gulp" >&2
+log "Lightning (CPU, 2 devices, DDP): stopped by a checkpoint after 3 steps, resumed from it"
+lightning() { "$PY" scripts/torch_resume_check.py lightning "$work/gulp" "$@" 2>&1 |
+    grep -v "^\s*$" | sed 's/^/  [lightning] /' >&2; }
+lightning "$work/lightning-stop.log" --stop-after 3 --checkpoint "$work/lightning.ckpt"
+lightning "$work/lightning-resume.log" --resume "$work/lightning.ckpt"
 
 "$PY" - "$work" <<'PY'
 import glob, json, sys
@@ -74,5 +104,18 @@ for after_phase in ("resume-on-2", "resume-on-1"):
     print(f"ddp-check.sh: stop on 2 ranks after 3 steps ({len(before)} clips), {after_phase}: "
           f"positions 0..{n - 1} each served once (world sizes {worlds}; padding positions "
           f"{padding})")
+
+def once(phases, what):
+    served = [e for p in phases for e in load(p)]
+    real = sorted(e["position"] for e in served if not e["padding"])
+    assert real == list(range(n)), (what, real)
+    assert all(e["position"] >= n for e in served if e["padding"])
+    ranks = sorted({e["rank"] for e in served})
+    print(f"ddp-check.sh: {what}: positions 0..{n - 1} each served once over ranks {ranks} "
+          f"({sum(e['padding'] for e in served)} padding)")
+
+once(["slurm"], "Slurm's variables by hand, no rank= given")
+once(["lightning-stop", "lightning-resume"],
+     "Lightning stopped after 3 steps by a checkpoint and resumed from it")
 print("ddp-check.sh: passed")
 PY

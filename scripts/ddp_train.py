@@ -55,10 +55,11 @@ def main():
     labels = gulp.GulpDirectory(args.data)
     classes = 1 + max(int(m["idx"]) if "idx" in m else 0
                       for m in (labels.meta(i) for i in labels.ids()))
+    # No rank= or world_size=: the loader takes them from the launcher.
     data = gulp.torch.ClipDataset(
         args.data, frames=4, sampling="segments", resize=64, size=56, crop="random", flip=True,
-        batch_size=2, shuffle=True, seed=7, rank=rank, world_size=world, drop_last=False,
-        threads=1, label_key="idx")
+        batch_size=2, shuffle=True, seed=7, drop_last=False, threads=1, label_key="idx")
+    assert (data.loader.rank, data.loader.world_size) == (rank, world), data.loader
     model = nn.parallel.DistributedDataParallel(TinyVideoNet(max(classes, 2)))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     step, first_epoch = 0, 0
@@ -79,14 +80,15 @@ def main():
         batches = iter(data.loader)
         for batch in batches:
             frames, target = gulp.torch.to_tensors(batch)
-            loss = nn.functional.cross_entropy(model(frames), target.clamp(min=0))
+            loss = nn.functional.cross_entropy(model(frames), target, ignore_index=-1)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             step += 1
-            for position, id_ in zip(batch.positions.tolist(), batch.ids):
+            for position, id_, pad in zip(batch.positions.tolist(), batch.ids,
+                                          batch.padding.tolist()):
                 log.write(json.dumps({"epoch": epoch, "position": position, "id": id_,
-                                      "rank": rank, "world_size": world,
+                                      "rank": rank, "world_size": world, "padding": pad,
                                       "phase": args.phase}) + "\n")
             log.flush()
             if args.stop_after is not None and step == args.stop_after:

@@ -64,6 +64,11 @@ else
         "($(du -sh "$VENV" | cut -f1) in $VENV)"
 fi
 
+# What scripts/ddp-check.sh resumes through: torchdata's StatefulDataLoader
+# and Lightning's checkpoints.
+"$PY" -c 'import torchdata, lightning' 2>/dev/null || pipi torchdata lightning ||
+    die "pip could not install torchdata and lightning"
+
 scripts/python-package.sh >&2
 pipi --force-reinstall --no-deps dist/gulp_video-*.whl
 log "gulp $("$PY" -c 'import gulp; print(gulp.__version__, "with", gulp.CODEC)') installed from the wheel"

@@ -4,7 +4,8 @@ use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gulp_io::Scale;
+use gulp_io::{Choice, Codec, Dct, Scale};
+use gulp_loader::{CropMode, LoaderOptions, Sampling, Shuffle};
 
 /// gulp: storage for deep learning on videos, compatible with GulpIO.
 ///
@@ -102,7 +103,7 @@ pub enum Command {
     /// its meta_data) on top. The GIF plays the tiles at 8 frames per
     /// second, in a loop.
     #[command(
-        after_help = "Example: gulp preview data/train --id 702766 --frames ::4 --out sheet.png"
+        after_help = "Example: gulp preview data/train --id 702766 --select ::4 --out sheet.png"
     )]
     Preview(PreviewArgs),
     /// Print the meta as JSON, in gulpio2's structure.
@@ -139,7 +140,7 @@ pub enum Command {
     /// (`/`, `\`, NUL, `%`) are written as `%XX`, and `.`/`..`/empty ids are
     /// escaped whole.
     #[command(
-        after_help = "Example: gulp extract data/train --id 702766 --frames ::2 --out frames/"
+        after_help = "Example: gulp extract data/train --id 702766 --select ::2 --out frames/"
     )]
     Extract(ExtractArgs),
     /// Measure read (and decode) speed over every frame.
@@ -436,14 +437,18 @@ pub struct PreviewArgs {
     /// The item to show.
     #[arg(long, value_name = "ID")]
     pub id: String,
-    /// Which frames, in gulpio2's selection syntax; default all.
+    /// Which frames, in gulpio2's selection syntax: `1:10:2`, `::-1`,
+    /// `-5:`, `0,5,9`; default all.
+    #[arg(long, value_name = "SEL", allow_hyphen_values = true)]
+    pub select: Option<String>,
+    /// Old spelling of --select.
     #[arg(
         long,
-        value_name = "SEL",
-        default_value = ":",
-        allow_hyphen_values = true
+        hide = true,
+        allow_hyphen_values = true,
+        conflicts_with = "select"
     )]
-    pub frames: String,
+    pub frames: Option<String>,
     /// Short edge of each tile, in pixels.
     #[arg(long, value_name = "N", default_value = "128", value_parser = clap::value_parser!(u32).range(8..=4096))]
     pub tile: u32,
@@ -521,15 +526,18 @@ pub struct ExtractArgs {
     /// The item to extract (repeat for several).
     #[arg(long = "id", value_name = "ID", required = true)]
     pub ids: Vec<String>,
-    /// Which frames, in gulpio2's selection syntax: `1:10:2`, `::-1`, `-5:`,
-    /// `0,5,9`; default all.
+    /// Which frames, in gulpio2's selection syntax: `1:10:2`, `::-1`,
+    /// `-5:`, `0,5,9`; default all.
+    #[arg(long, value_name = "SEL", allow_hyphen_values = true)]
+    pub select: Option<String>,
+    /// Old spelling of --select.
     #[arg(
         long,
-        value_name = "SEL",
-        default_value = ":",
-        allow_hyphen_values = true
+        hide = true,
+        allow_hyphen_values = true,
+        conflicts_with = "select"
     )]
-    pub frames: String,
+    pub frames: Option<String>,
     /// The output directory (created if missing; files in it are replaced).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -551,107 +559,199 @@ pub enum ImageFormatArg {
 pub struct BenchArgs {
     /// The gulp directory.
     pub dir: PathBuf,
-    /// Number of threads (default: all cores).
+    /// Number of threads (default: all cores; with --loader, the cores
+    /// divided among the ranks of the node, as the loader does).
     #[arg(long, value_name = "N")]
     pub threads: Option<NonZeroUsize>,
     /// Only read the JPEG bytes; do not decode.
     #[arg(long)]
     pub raw: bool,
-    /// Decode at this scale (DCT-domain scaling): 1/2, 1/4, 1/8 or any
-    /// n/8; default 1 (full size).
+    /// Decode at this DCT scale: 1/2, 1/4, 1/8 or any n/8; default 1 (full
+    /// size).
     #[arg(long, value_name = "N/D", value_parser = parse_scale, conflicts_with = "raw")]
-    pub scale: Option<Scale>,
-    /// Decode only a centred WxH region of each (scaled) frame, as a crop
-    /// for training does (region decoding); frames smaller than the crop
-    /// give the whole frame.
-    #[arg(long, value_name = "WxH", value_parser = parse_size, conflicts_with = "raw")]
-    pub crop: Option<(usize, usize)>,
-    /// Inverse DCT: fast (as gulpio2 decodes) or accurate.
-    #[arg(long, value_enum, default_value_t = DctArg::Fast)]
-    pub dct: DctArg,
+    pub dct_scale: Option<Scale>,
+    /// Decode only a centred region of H,W pixels (or N: N,N) of each
+    /// (scaled) frame, as a crop for training does (region decoding);
+    /// frames smaller than the region give the whole frame.
+    #[arg(long, value_name = "H,W", value_parser = parse_hw, conflicts_with = "raw")]
+    pub region: Option<(usize, usize)>,
+    /// The inverse DCT.
+    #[arg(long, value_parser = ChoiceParser::<Dct>::new(), default_value = Dct::default().name())]
+    pub dct: Dct,
     /// The JPEG codec (default: libjpeg-turbo when the build has it).
-    #[arg(long, value_enum)]
-    pub codec: Option<CodecArg>,
+    #[arg(long, value_parser = ChoiceParser::<Codec>::new())]
+    pub codec: Option<Codec>,
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
     /// Measure the clip loader instead (training batches: sampling, crop,
-    /// resize, flip; see `docs/loader.md`): clips/s over `--epochs` passes.
-    #[arg(long, conflicts_with_all = ["raw", "scale", "crop"])]
+    /// resize, flip; see `docs/loader.md`): clips/s over `--epochs` passes,
+    /// with `gulp.ClipLoader(DIR)`'s options unless given below.
+    #[arg(long, conflicts_with_all = ["raw", "dct_scale", "region"])]
     pub loader: bool,
     #[command(flatten)]
     pub clips: LoaderArgs,
+    /// Old spelling of --dct-scale.
+    #[arg(long, hide = true, value_parser = parse_scale, conflicts_with = "dct_scale")]
+    pub scale: Option<Scale>,
 }
 
-/// The clip loader's options for `gulp bench --loader`.
+/// The clip loader's options for `gulp bench --loader`: the names, values
+/// and defaults of `gulp.ClipLoader`'s arguments, all from gulp-loader
+/// (`LoaderOptions::default()`, each option's list of names).
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Loader (with --loader)")]
 pub struct LoaderArgs {
     /// Frames per clip.
-    #[arg(long, default_value_t = 8, value_name = "T")]
+    #[arg(long, value_name = "T", default_value_t = LoaderOptions::default().frames)]
     pub frames: usize,
-    /// window, segments, uniform or dense.
-    #[arg(long, default_value = "segments")]
-    pub sampling: String,
+    /// How a clip's frames are chosen.
+    #[arg(long, value_parser = ChoiceParser::<Sampling>::new(),
+          default_value = LoaderOptions::default().sampling.name())]
+    pub sampling: Sampling,
     /// Step between the frames of a window.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = LoaderOptions::default().step)]
     pub step: usize,
-    /// Short edge after resizing; 0 keeps the stored size.
-    #[arg(long, default_value_t = 128, value_name = "PIXELS")]
-    pub resize: usize,
-    /// Output size of a clip's frames.
-    #[arg(long, default_value = "112x112", value_name = "WxH", value_parser = parse_size)]
+    /// Short edge after resizing, or none (the stored size).
+    #[arg(long, value_name = "PIXELS|none", value_parser = parse_resize,
+          default_value = DEFAULT_RESIZE.as_str())]
+    pub resize: Resize,
+    /// Output size of a clip's frames: H,W, or N for N,N (Python's
+    /// `size=(H, W)` or `size=N`).
+    #[arg(long, value_name = "H,W", value_parser = parse_hw,
+          default_value = DEFAULT_SIZE.as_str())]
     pub size: (usize, usize),
-    /// random, center, random_resized, three or none.
-    #[arg(long = "crop-mode", default_value = "random")]
-    pub crop_mode: String,
-    /// Do not flip clips.
-    #[arg(long)]
-    pub no_flip: bool,
+    /// The crop of each clip.
+    #[arg(long, value_parser = ChoiceParser::<CropMode>::new(),
+          default_value = LoaderOptions::default().spatial.crop.name())]
+    pub crop: CropMode,
+    /// Mirror half of the clips (training only).
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set,
+          default_value_t = LoaderOptions::default().spatial.flip)]
+    pub flip: bool,
     /// Clips per batch.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = LoaderOptions::default().batch_size)]
     pub batch_size: usize,
+    /// The order of each epoch.
+    #[arg(long, value_parser = ChoiceParser::<Shuffle>::new(),
+          default_value = LoaderOptions::default().order.shuffle.name())]
+    pub shuffle: Shuffle,
+    /// Chunks shuffled together by --shuffle chunks.
+    #[arg(long, value_name = "N")]
+    pub chunk_window: Option<NonZeroUsize>,
+    /// Drop the tail of an epoch that does not fill a batch (and does not
+    /// divide among the ranks).
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set,
+          default_value_t = LoaderOptions::default().order.drop_last)]
+    pub drop_last: bool,
     /// Passes over the directory.
     #[arg(long, default_value_t = 1)]
     pub epochs: u64,
     /// Seed of the shuffle and the random draws.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = LoaderOptions::default().order.seed)]
     pub seed: u64,
-    /// Shuffle by chunks, N chunks shuffled together (for a bucket read
-    /// through a node cache smaller than the data; see docs/loader.md).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub shuffle_chunks: Option<u64>,
+    /// Old spelling of --crop (the mode).
+    #[arg(long = "crop-mode", hide = true, value_parser = ChoiceParser::<CropMode>::new())]
+    pub crop_mode: Option<CropMode>,
+    /// Old spelling of --flip false.
+    #[arg(long, hide = true)]
+    pub no_flip: bool,
+    /// Old spelling of --shuffle chunks --chunk-window N.
+    #[arg(long, hide = true, value_name = "N")]
+    pub shuffle_chunks: Option<NonZeroUsize>,
 }
 
-/// The inverse DCT `gulp bench` decodes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DctArg {
-    /// libjpeg's fast integer DCT (gulpio2's setting).
-    Fast,
-    /// The accurate integer DCT.
-    Accurate,
+/// A value parser for an option with named values ([`Choice`]): its names
+/// are the possible values `--help` lists, and an unknown name is an error
+/// that lists them.
+#[derive(Debug)]
+pub struct ChoiceParser<T>(std::marker::PhantomData<T>);
+
+impl<T> ChoiceParser<T> {
+    /// The parser.
+    pub fn new() -> ChoiceParser<T> {
+        ChoiceParser(std::marker::PhantomData)
+    }
 }
 
-/// A JPEG codec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CodecArg {
-    /// libjpeg-turbo (the default build's).
-    Turbo,
-    /// zune-jpeg (pure Rust).
-    Zune,
+impl<T> Clone for ChoiceParser<T> {
+    fn clone(&self) -> Self {
+        ChoiceParser::new()
+    }
+}
+
+impl<T: Choice + Send + Sync> clap::builder::TypedValueParser for ChoiceParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        T::parse_choice(&text).map_err(|e| {
+            let flag = arg.map_or(String::new(), |a| format!("--{}: ", a.get_id()));
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{flag}{e}\n"))
+                .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            T::NAMES
+                .iter()
+                .map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
+    }
 }
 
 fn parse_scale(text: &str) -> Result<Scale, String> {
     Scale::parse(text).ok_or_else(|| format!("{text:?} is not n/8 for n from 1 to 8 (e.g. 1/2)"))
 }
 
-fn parse_size(text: &str) -> Result<(usize, usize), String> {
-    let bad = || format!("{text:?} is not WxH (e.g. 112x112)");
-    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
-    match (w.trim().parse(), h.trim().parse()) {
-        (Ok(w), Ok(h)) if w > 0 && h > 0 => Ok((w, h)),
-        _ => Err(bad()),
+/// `H,W` or `N` (a square): sizes in the order Python's `(H, W)` gives them.
+fn parse_hw(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("{text:?} is not H,W or N (e.g. 112,144 or 112)");
+    let number = |t: &str| t.trim().parse::<usize>().ok().filter(|n| *n > 0);
+    match text.split_once(',') {
+        Some((h, w)) => number(h).zip(number(w)).ok_or_else(bad),
+        None => number(text).map(|n| (n, n)).ok_or_else(bad),
     }
+}
+
+/// The loader's default size and resize, as the command line spells them.
+static DEFAULT_SIZE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| hw_text(LoaderOptions::default().spatial.size));
+static DEFAULT_RESIZE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| resize_text(LoaderOptions::default().spatial.resize));
+
+/// The text of a size as [`parse_hw`] reads it.
+fn hw_text(size: Option<(usize, usize)>) -> String {
+    size.map_or(String::new(), |(h, w)| format!("{h},{w}"))
+}
+
+/// A short edge in pixels, or `None` for the stored size (an alias, so that
+/// clap takes the whole `Option` from [`parse_resize`] rather than making
+/// the flag optional).
+pub type Resize = Option<usize>;
+
+/// A short edge, or `none`.
+fn parse_resize(text: &str) -> Result<Resize, String> {
+    match text {
+        "none" => Ok(None),
+        _ => match text.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(format!("{text:?} is not a number of pixels or none")),
+        },
+    }
+}
+
+/// The text of a resize as [`parse_resize`] reads it.
+fn resize_text(resize: Option<usize>) -> String {
+    resize.map_or("none".into(), |n| n.to_string())
 }
 
 #[cfg(test)]

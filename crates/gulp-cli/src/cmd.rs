@@ -47,6 +47,24 @@ pub fn set_cache(args: &CacheArgs) -> Result<()> {
     Ok(())
 }
 
+/// Says on stderr that `old` is an old spelling of `new`, which it still
+/// means.
+fn deprecated(old: &str, new: &str) {
+    eprintln!("gulp: warning: {old} is deprecated: use {new}");
+}
+
+/// A frame selection given as `--select` or by its old spelling
+/// `--frames`; every frame when neither.
+fn selection(select: &Option<String>, frames: &Option<String>) -> String {
+    if frames.is_some() {
+        deprecated("--frames SEL", "--select SEL");
+    }
+    select
+        .clone()
+        .or_else(|| frames.clone())
+        .unwrap_or_else(|| ":".into())
+}
+
 /// How directories are opened ([`set_cache`]).
 pub(crate) fn directory_options() -> DirectoryOptions {
     OPEN.get().cloned().unwrap_or_default()

@@ -306,7 +306,7 @@ fn extract_writes_the_stored_frames() {
     let out_dir = tmp.path().join("out");
     gulp()
         .args([
-            "extract", "--id", "pad_gray", "--id", "pad_rgb", "--frames", "::-2", "--out",
+            "extract", "--id", "pad_gray", "--id", "pad_rgb", "--select", "::-2", "--out",
         ])
         .arg(&out_dir)
         .arg(&case)
@@ -421,11 +421,13 @@ fn bench_loader_reports_clips() {
             "--frames",
             "3",
             "--resize",
-            "0",
+            "none",
             "--size",
-            "8x8",
-            "--crop-mode",
+            "8,8",
+            "--crop",
             "center",
+            "--drop-last",
+            "false",
             "--batch-size",
             "2",
             "--epochs",
@@ -441,8 +443,8 @@ fn bench_loader_reports_clips() {
     assert!(figures["clips_per_s"].as_f64().unwrap() > 0.0);
     let text = stdout_of(
         &gulp()
-            .args(["bench", "--loader", "--resize", "0", "--size", "8x8"])
-            .args(["--crop-mode", "nowhere"])
+            .args(["bench", "--loader", "--resize", "none", "--size", "8"])
+            .args(["--crop", "nowhere"])
             .arg(tmp.path())
             .assert()
             .failure()

@@ -174,7 +174,7 @@ fn bad_selection_syntax() {
         ("0,9", "frame index 9 is out of range for 3 frames"),
     ] {
         gulp()
-            .args(["extract", "--id", "a", "--frames", sel, "--out"])
+            .args(["extract", "--id", "a", "--select", sel, "--out"])
             .arg(&out)
             .arg(tmp.path())
             .assert()

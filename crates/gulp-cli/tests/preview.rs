@@ -69,7 +69,7 @@ fn the_sheet_holds_the_frames_resized_and_the_gif_plays_them() {
     gulp()
         .args(["preview"])
         .arg(&dir)
-        .args(["--id", "clip", "--frames", "::-1", "--tile", "24", "--out"])
+        .args(["--id", "clip", "--select", "::-1", "--tile", "24", "--out"])
         .arg(&sheet)
         .assert()
         .code(0);
@@ -110,7 +110,7 @@ fn the_sheet_holds_the_frames_resized_and_the_gif_plays_them() {
     gulp()
         .args(["preview"])
         .arg(&dir)
-        .args(["--id", "clip", "--frames", "0:6", "--tile", "24", "--out"])
+        .args(["--id", "clip", "--select", "0:6", "--tile", "24", "--out"])
         .arg(&gif)
         .assert()
         .code(0);

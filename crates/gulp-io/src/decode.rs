@@ -109,6 +109,19 @@ pub enum Upsampling {
     Smooth,
 }
 
+crate::choice!(ColorMode, "color", {
+    ColorMode::Auto => "auto",
+    ColorMode::Rgb => "rgb" | "RGB",
+    ColorMode::Gray => "gray" | "grey" | "Gray" | "L",
+});
+
+crate::choice!(Dct, "dct", { Dct::Fast => "fast", Dct::Accurate => "accurate" });
+
+crate::choice!(Upsampling, "upsampling", {
+    Upsampling::Fast => "fast",
+    Upsampling::Smooth => "smooth",
+});
+
 /// The size to decode to, by DCT-domain scaling: libjpeg-turbo decodes
 /// straight to `n/8` of the stored size (`n` from 1 to 8), which skips most
 /// of the work of the pixels it does not produce.
@@ -212,6 +225,11 @@ impl Default for Codec {
         }
     }
 }
+
+crate::choice!(Codec, "codec", {
+    Codec::LibjpegTurbo => "libjpeg-turbo" | "turbo",
+    Codec::Zune => "zune" | "zune-jpeg",
+});
 
 /// How to decode a frame. The default decodes as gulpio2 does (fast DCT,
 /// fast upsampling, RGB or gray as stored) and is strict, as gulpio2's

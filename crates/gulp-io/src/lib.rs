@@ -37,6 +37,7 @@
 
 mod cache;
 pub mod check;
+mod choice;
 mod decode;
 mod directory;
 #[cfg(feature = "turbojpeg")]
@@ -55,6 +56,7 @@ mod turbo;
 mod writer;
 
 pub use crate::cache::{CACHE_DIR_ENV, CACHE_LIMIT_ENV, CacheOptions, parse_size};
+pub use crate::choice::{Choice, UnknownChoice, quoted};
 pub use crate::decode::{
     Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegFrame,
     JpegHeader, MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch,

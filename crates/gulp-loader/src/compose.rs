@@ -16,6 +16,11 @@ const SUBSET: u64 = 0x5355_4253; // "SUBS"
 const CLASSES: u64 = 0x434c_4153; // "CLAS"
 const WEIGHTS: u64 = 0x5745_4947; // "WEIG"
 
+gulp_io::choice!(Sampler, "sampler", {
+    Sampler::Uniform => "uniform",
+    Sampler::Balanced => "balanced",
+});
+
 /// How the samples of a source are drawn for an epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sampler {

@@ -59,6 +59,7 @@ mod loader;
 mod options;
 mod order;
 mod prefetch;
+mod ranks;
 mod resample;
 mod rng;
 mod sampling;
@@ -72,11 +73,17 @@ pub use crate::compose::Sampler;
 pub use crate::error::{Error, Result};
 pub use crate::loader::{Batch, Batches, Loader, Skipped, State, default_threads};
 pub use crate::options::{Labels, LoaderOptions, OnError};
-pub use crate::order::{Order, Slot};
+pub use crate::order::{CHUNK_WINDOW, Order, Shuffle, Slot};
+pub use crate::ranks::{GivenRanks, Launch, Launcher, RankSource, Ranks};
 pub use crate::resample::{Filter, Sample, Shape, nearest_indices, resample};
 pub use crate::rng::Rng;
 pub use crate::sampling::{Placement, Sampling, V1Window, clip_indices};
 pub use crate::segments::{Bounds, DURATION_KEY, FPS_KEY, Segments, Unit};
 pub use crate::source::{Amount, ItemFn, Source, read_ids};
-pub use crate::targets::{OnMissing, Target, TargetFn, TargetValues, Targets};
-pub use crate::transform::{CropMode, Geometry, Renderer, Spatial, resized_size};
+pub use crate::targets::{
+    OnMissing, Target, TargetFn, TargetKeys, TargetKind, TargetValues, Targets,
+};
+pub use crate::transform::{
+    CropMode, Geometry, RANDOM_RESIZED_RATIO, RANDOM_RESIZED_SCALE, Renderer, Spatial, resized_size,
+};
+pub use gulp_io::Choice;

@@ -17,6 +17,7 @@ use crate::fingerprint::Fnv;
 use crate::options::{LoaderOptions, OnError, check_options};
 use crate::order::Slot;
 use crate::prefetch::Schedule;
+use crate::ranks::Ranks;
 use crate::rng::Rng;
 use crate::sampling::{Placement, clip_indices};
 use crate::shuffle::block_shuffle;
@@ -61,6 +62,11 @@ pub struct Batch {
     /// the split between ranks): what makes its random draws, and what
     /// tells, over all ranks, that each position was served once.
     pub positions: Vec<usize>,
+    /// Whether each clip repeats a sample to pad the ranks' shares to the
+    /// same length (`drop_last = false` only; its position is past the
+    /// epoch's samples): an exact evaluation leaves these out of its
+    /// metrics.
+    pub padding: Vec<bool>,
     /// Frame indices of each clip (of its item, inside its segment), `B ×
     /// T`, row-major.
     pub indices: Vec<usize>,
@@ -209,10 +215,13 @@ impl Loader {
     pub fn from_sources(sources: &[Source], options: LoaderOptions) -> Result<Loader> {
         check_options(&options)?;
         let catalog = Catalog::open(sources, &options)?;
-        let threads = if options.threads == 0 {
-            default_threads(options.local_world_size, |k| std::env::var(k).ok())
-        } else {
-            options.threads
+        let threads = match options.threads {
+            Some(n) => n,
+            None => default_threads(
+                options
+                    .local_world_size
+                    .unwrap_or_else(|| Ranks::from_env().local_world_size),
+            ),
         };
         Ok(Loader {
             inner: Arc::new(Inner {
@@ -329,8 +338,13 @@ impl Loader {
             o.clips,
             &o.spatial,
             o.batch_size,
-            (o.order.shuffle, o.order.drop_last, o.order.chunk_window),
-            o.train,
+            // As states saved before `Shuffle` spelled it.
+            (
+                o.order.shuffle.is_on(),
+                o.order.drop_last,
+                o.order.shuffle.chunk_window(),
+            ),
+            o.is_training(),
             &o.labels,
             o.decode,
         ))
@@ -375,8 +389,9 @@ impl Loader {
     }
 
     /// Resumes from `state`: the next iteration yields exactly what follows
-    /// it. On the rank and world size that saved it, the same batches; on
-    /// another rank or world size, this rank's share of the rest of the
+    /// it. On the world size that saved it, this rank's batches from the
+    /// same batch number (a rank's own state, or any rank's of the same
+    /// step); on another world size, this rank's share of the rest of the
     /// epoch from `state.position` (see [`State`]). A state of another
     /// seed, data, options, sources, subset, weights or targets is refused,
     /// naming what differs.
@@ -402,7 +417,11 @@ impl Loader {
                  threads may change)"
             )));
         }
-        if (state.rank, state.world_size) == (now.rank, now.world_size) {
+        // On the same world size every rank has yielded the same batches of
+        // its share: any rank's state says where each rank is (Lightning
+        // saves rank 0's and hands it to all), and the epoch keeps its
+        // length, as a framework counting batches from its start expects.
+        if state.world_size == now.world_size {
             let batches = self.batches_from(state.start);
             if state.batch > batches {
                 return Err(Error::State(format!(
@@ -421,11 +440,10 @@ impl Loader {
         let Some(position) = state.position else {
             return Err(Error::State(format!(
                 "the state of rank {}/{} ended inside an item's {} clips, so it resumes on \
-                 rank {}/{} only",
+                 a world size of {} only",
                 state.rank,
                 state.world_size,
                 self.views(),
-                state.rank,
                 state.world_size
             )));
         };
@@ -452,8 +470,8 @@ impl Loader {
         let crops = o.spatial.crop.views();
         let catalog = &self.inner.catalog;
         let mut order = catalog.composition.epoch(o.order.seed, epoch);
-        match o.order.chunk_window {
-            Some(window) if o.order.shuffle => block_shuffle(
+        match o.order.shuffle.chunk_window() {
+            Some(window) => block_shuffle(
                 &mut order,
                 |&s| catalog.chunk_of(s as usize),
                 window,
@@ -582,24 +600,13 @@ impl Loader {
     }
 }
 
-/// The decoding threads of a loader with `threads = 0`: the cores this
-/// process may use divided among the ranks of the node, at least 1. The
-/// ranks are `local_world_size`, or when it is 0 the launcher's
-/// `LOCAL_WORLD_SIZE` (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1:
-/// 8 ranks on a 64-core node get 8 threads each, not 64.
-pub fn default_threads(local_world_size: usize, env: impl Fn(&str) -> Option<String>) -> usize {
+/// The decoding threads of a loader with `threads = None`: the cores this
+/// process may use divided among the `local_world_size` ranks of the node
+/// (see [`crate::Ranks`]), at least 1: 8 ranks on a 64-core node get 8
+/// threads each, not 64.
+pub fn default_threads(local_world_size: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let from_env = || {
-        ["LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"]
-            .iter()
-            .find_map(|k| env(k)?.trim().parse::<usize>().ok())
-            .filter(|n| *n > 0)
-    };
-    let ranks = match local_world_size {
-        0 => from_env().unwrap_or(1),
-        n => n,
-    };
-    (cores / ranks).max(1)
+    (cores / local_world_size.max(1)).max(1)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -642,6 +649,7 @@ fn make_batch(
         sources: Vec::with_capacity(part.len()),
         segments: Vec::with_capacity(part.len()),
         positions: Vec::with_capacity(part.len()),
+        padding: Vec::with_capacity(part.len()),
         indices: Vec::with_capacity(part.len() * t),
         views: Vec::with_capacity(part.len()),
         skipped: Vec::new(),
@@ -668,6 +676,9 @@ fn make_batch(
                 batch.sources.push(item.source as usize);
                 batch.segments.push([first, end]);
                 batch.positions.push(sample.slot.position);
+                batch
+                    .padding
+                    .push(sample.slot.position >= catalog.composition.len());
                 batch.indices.extend(indices);
                 batch
                     .views
@@ -717,7 +728,7 @@ fn make_clip(
         sample.slot.position as u64,
         sample.clip as u64,
     ]);
-    let placement = if o.train {
+    let placement = if o.is_training() {
         Placement::Random(&mut rng)
     } else {
         Placement::Fixed {
@@ -745,7 +756,7 @@ fn make_clip(
         .draw(
             first.width,
             first.height,
-            o.train.then_some(&mut rng),
+            o.is_training().then_some(&mut rng),
             sample.crop,
         )
         .map_err(|reason| Error::Clip {
@@ -904,17 +915,10 @@ mod tests {
     #[test]
     fn the_cores_are_divided_among_the_ranks_of_a_node() {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let none = |_: &str| None;
-        assert_eq!(default_threads(0, none), cores);
-        assert_eq!(default_threads(cores, none), 1);
-        assert_eq!(default_threads(cores * 4, none), 1, "at least one");
-        let torchrun = |k: &str| (k == "LOCAL_WORLD_SIZE").then(|| cores.to_string());
-        assert_eq!(default_threads(0, torchrun), 1);
-        let srun = |k: &str| (k == "SLURM_NTASKS_PER_NODE").then(|| "2".to_owned());
-        assert_eq!(default_threads(0, srun), (cores / 2).max(1));
-        // The option wins over the environment; a bad value is ignored.
-        assert_eq!(default_threads(1, torchrun), cores);
-        let bad = |_: &str| Some("x".to_owned());
-        assert_eq!(default_threads(0, bad), cores);
+        assert_eq!(default_threads(1), cores);
+        assert_eq!(default_threads(0), cores);
+        assert_eq!(default_threads(cores), 1);
+        assert_eq!(default_threads(cores * 4), 1, "at least one");
+        assert_eq!(default_threads(2), (cores / 2).max(1));
     }
 }

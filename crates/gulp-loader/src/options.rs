@@ -6,6 +6,7 @@ use gulp_io::{DecodeOptions, DirectoryOptions};
 use crate::compose::Sampler;
 use crate::error::{Error, Result};
 use crate::order::Order;
+use crate::ranks::Ranks;
 use crate::sampling::Sampling;
 use crate::segments::Segments;
 use crate::targets::{OnMissing, Target};
@@ -21,6 +22,8 @@ pub enum OnError {
     /// say why in [`crate::Batch::skipped`].
     Skip,
 }
+
+gulp_io::choice!(OnError, "on_error", { OnError::Raise => "raise", OnError::Skip => "skip" });
 
 /// Where labels come from.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -53,15 +56,16 @@ pub struct LoaderOptions {
     /// Shuffle, seed, ranks.
     pub order: Order,
     /// Training: random clip positions, crops and flips. Otherwise clips
-    /// are placed evenly and crops centred.
-    pub train: bool,
-    /// Decoding threads; 0 for the cores divided among the ranks of this
-    /// node (see [`crate::default_threads`]).
-    pub threads: usize,
+    /// are placed evenly and crops centred. `None`: training when the
+    /// order is shuffled ([`LoaderOptions::is_training`]).
+    pub train: Option<bool>,
+    /// Decoding threads; `None` for the cores divided among the ranks of
+    /// this node (see [`crate::default_threads`]).
+    pub threads: Option<usize>,
     /// Ranks (processes with a loader) on this node, among which the cores
-    /// are divided when `threads` is 0; 0 reads `LOCAL_WORLD_SIZE`
-    /// (torchrun) or `SLURM_NTASKS_PER_NODE` (srun), else 1.
-    pub local_world_size: usize,
+    /// are divided when `threads` is `None`; `None` asks the launcher
+    /// ([`crate::Ranks::from_env`]).
+    pub local_world_size: Option<usize>,
     /// Batches in flight per thread (decoded ahead of the consumer).
     pub prefetch: usize,
     /// A clip that fails to decode.
@@ -94,6 +98,10 @@ pub struct LoaderOptions {
     pub open: DirectoryOptions,
 }
 
+/// The defaults of every loader option: the one place they are written.
+/// The command line, Python's signatures and the docs take them from here
+/// (a test checks Python's against [`LoaderOptions::default`] and
+/// [`LoaderOptions::images`]).
 impl Default for LoaderOptions {
     fn default() -> LoaderOptions {
         LoaderOptions {
@@ -109,9 +117,9 @@ impl Default for LoaderOptions {
             },
             batch_size: 8,
             order: Order::default(),
-            train: true,
-            threads: 0,
-            local_world_size: 0,
+            train: None,
+            threads: None,
+            local_world_size: None,
             prefetch: 2,
             on_error: OnError::Raise,
             labels: Labels {
@@ -127,6 +135,42 @@ impl Default for LoaderOptions {
             shared_labels: false,
             open: DirectoryOptions::default(),
         }
+    }
+}
+
+impl LoaderOptions {
+    /// The image loader's defaults (`gulp.ImageLoader`): one frame (the
+    /// middle one of a video), torchvision's `RandomResizedCrop` to 224 ×
+    /// 224 of the stored frame and a flip, batches of 64; the rest as
+    /// [`LoaderOptions::default`].
+    pub fn images() -> LoaderOptions {
+        LoaderOptions {
+            frames: 1,
+            sampling: Sampling::Uniform,
+            spatial: Spatial {
+                resize: None,
+                size: Some((224, 224)),
+                crop: <crate::CropMode as gulp_io::Choice>::from_name("random_resized")
+                    .unwrap_or(crate::CropMode::Random),
+                flip: true,
+            },
+            batch_size: 64,
+            ..LoaderOptions::default()
+        }
+    }
+
+    /// Whether clips are drawn for training (random positions, crops and
+    /// flips): `train`, else whether the order is shuffled.
+    pub fn is_training(&self) -> bool {
+        self.train.unwrap_or(self.order.shuffle.is_on())
+    }
+
+    /// Sets the ranks of the order and of the node ([`Ranks`]).
+    pub fn with_ranks(mut self, ranks: &Ranks) -> LoaderOptions {
+        self.order.rank = ranks.rank;
+        self.order.world_size = ranks.world_size;
+        self.local_world_size = Some(ranks.local_world_size);
+        self
     }
 }
 
@@ -170,7 +214,13 @@ pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
     if o.samples_per_epoch == Some(0) {
         return bad("samples_per_epoch must be at least 1");
     }
-    if o.order.chunk_window == Some(0) {
+    if o.threads == Some(0) {
+        return bad("threads must be at least 1 (or None for the node's cores per rank)");
+    }
+    if o.local_world_size == Some(0) {
+        return bad("local_world_size must be at least 1");
+    }
+    if o.order.shuffle.chunk_window() == Some(0) {
         return bad("a shuffle by chunks needs windows of at least 1 chunk");
     }
     if let crate::CropMode::RandomResized { scale, ratio } = o.spatial.crop {

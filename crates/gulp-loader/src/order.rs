@@ -4,26 +4,102 @@
 
 use crate::rng::Rng;
 
+/// How an epoch's samples are shuffled (seeded by the seed and the epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shuffle {
+    /// Not at all: the samples in their order (evaluation).
+    Off,
+    /// All samples together: a new permutation each epoch.
+    Items,
+    /// By chunks: the chunks in a random order, the samples of each window
+    /// of `window` chunks shuffled together, and each rank given its own
+    /// chunks (see `shuffle.rs`), so that a node cache smaller than the
+    /// data fetches each chunk about once per epoch.
+    Chunks {
+        /// Chunks whose samples are shuffled together.
+        window: usize,
+    },
+}
+
+/// The chunks shuffled together by [`Shuffle::Chunks`] when not said.
+pub const CHUNK_WINDOW: usize = 4;
+
+impl gulp_io::Choice for Shuffle {
+    const OPTION: &'static str = "shuffle";
+    const NAMES: &'static [&'static str] = &["items", "chunks", "none"];
+
+    /// `items` (also `true`), `chunks` (windows of [`CHUNK_WINDOW`]) or
+    /// `none` (also `false`).
+    fn from_name(text: &str) -> Option<Shuffle> {
+        match text {
+            "items" | "true" => Some(Shuffle::Items),
+            "chunks" => Some(Shuffle::Chunks {
+                window: CHUNK_WINDOW,
+            }),
+            "none" | "false" => Some(Shuffle::Off),
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Shuffle::Items => "items",
+            Shuffle::Chunks { .. } => "chunks",
+            Shuffle::Off => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for Shuffle {
+    type Err = gulp_io::UnknownChoice;
+
+    fn from_str(text: &str) -> Result<Shuffle, Self::Err> {
+        <Shuffle as gulp_io::Choice>::parse_choice(text)
+    }
+}
+
+impl Shuffle {
+    /// This shuffle with the chunk window `window`, when one is given:
+    /// only a shuffle by chunks takes one, of at least 1 chunk.
+    pub fn with_window(self, window: Option<usize>) -> Result<Shuffle, String> {
+        match (self, window) {
+            (shuffle, None) => Ok(shuffle),
+            (Shuffle::Chunks { .. }, Some(0)) => {
+                Err("chunk_window must be at least 1 chunk".into())
+            }
+            (Shuffle::Chunks { .. }, Some(window)) => Ok(Shuffle::Chunks { window }),
+            (_, Some(_)) => Err("chunk_window goes with shuffle='chunks'".into()),
+        }
+    }
+
+    /// Whether the samples are shuffled at all.
+    pub fn is_on(&self) -> bool {
+        !matches!(self, Shuffle::Off)
+    }
+
+    /// The window of a shuffle by chunks.
+    pub fn chunk_window(&self) -> Option<usize> {
+        match self {
+            Shuffle::Chunks { window } => Some(*window),
+            _ => None,
+        }
+    }
+}
+
 /// How items are ordered and split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Order {
-    /// Shuffle the samples each epoch (seeded by `seed` and the epoch).
-    pub shuffle: bool,
-    /// With `shuffle`, shuffle by chunks: the chunks in a random order, the
-    /// samples of each window of this many chunks shuffled together, and
-    /// each rank given its own chunks (see `shuffle.rs`), so that a node
-    /// cache smaller than the data fetches each chunk about once per epoch.
-    /// `None` shuffles all samples together.
-    pub chunk_window: Option<usize>,
+    /// The shuffle of each epoch.
+    pub shuffle: Shuffle,
     /// The seed of the shuffle and of every random draw.
     pub seed: u64,
     /// PyTorch's `drop_last`: drop the tail that does not divide among the
     /// ranks (`DistributedSampler`) and the last incomplete batch
-    /// (`DataLoader`). Without it, ranks are padded by repeating items from
-    /// the start of the order, and the last batch may be short. `false` by
-    /// default, as in PyTorch (and every clip is served); Python's
-    /// `gulp.ClipLoader` defaults to `drop_last=True`, the usual setting for
-    /// training, where equal batches on every rank matter more.
+    /// (`DataLoader`). Without it, ranks are padded by repeating samples
+    /// from the start of the order (marked in [`crate::Batch::padding`]),
+    /// and the last batch may be short: what an exact evaluation wants.
+    /// `true` by default, the usual setting for training, where equal
+    /// batches on every rank matter more.
     pub drop_last: bool,
     /// This process's rank, `0..world_size`.
     pub rank: usize,
@@ -34,10 +110,9 @@ pub struct Order {
 impl Default for Order {
     fn default() -> Order {
         Order {
-            shuffle: true,
-            chunk_window: None,
+            shuffle: Shuffle::Items,
             seed: 0,
-            drop_last: false,
+            drop_last: true,
             rank: 0,
             world_size: 1,
         }
@@ -73,7 +148,7 @@ impl Order {
     /// of `(seed, epoch)` when `shuffle`, else as they are. A function of
     /// its own, so that another shuffle can take the same composition.
     pub fn arrange<T>(&self, samples: &mut [T], epoch: u64) {
-        if self.shuffle {
+        if self.shuffle.is_on() {
             Rng::new(&[self.seed, epoch, SHUFFLE]).shuffle(samples);
         }
     }
@@ -147,7 +222,7 @@ mod tests {
         // DistributedSampler(range(10), num_replicas=3, shuffle=False):
         // padded to 12 with items 0, 1; rank r takes r, r+3, ...
         let o = |rank, drop_last| Order {
-            shuffle: false,
+            shuffle: Shuffle::Off,
             drop_last,
             rank,
             world_size: 3,
@@ -191,10 +266,10 @@ mod tests {
 
     #[test]
     fn batch_counts_follow_drop_last() {
-        let keep = Order::default();
-        let drop = Order {
-            drop_last: true,
-            ..keep
+        let drop = Order::default();
+        let keep = Order {
+            drop_last: false,
+            ..drop
         };
         assert_eq!(keep.batches(10, 4), 3);
         assert_eq!(drop.batches(10, 4), 2);

@@ -39,9 +39,12 @@ pub enum Sampling {
     Frame(usize),
 }
 
-impl Sampling {
-    /// Parses `window`, `segments`, `uniform`, `dense` or `frame:K`.
-    pub fn parse(text: &str) -> Option<Sampling> {
+impl gulp_io::Choice for Sampling {
+    const OPTION: &'static str = "sampling";
+    const NAMES: &'static [&'static str] = &["segments", "window", "uniform", "dense", "frame:K"];
+
+    /// `segments` (also `tsn`), `window`, `uniform`, `dense` or `frame:K`.
+    fn from_name(text: &str) -> Option<Sampling> {
         match text {
             "window" => Some(Sampling::Window),
             "segments" | "tsn" => Some(Sampling::Segments),
@@ -54,15 +57,22 @@ impl Sampling {
         }
     }
 
-    /// The name [`parse`](Self::parse) reads.
-    pub fn name(&self) -> &'static str {
+    fn name(&self) -> &'static str {
         match self {
             Sampling::Window => "window",
             Sampling::Segments => "segments",
             Sampling::Uniform => "uniform",
             Sampling::Dense => "dense",
-            Sampling::Frame(_) => "frame",
+            Sampling::Frame(_) => "frame:K",
         }
+    }
+}
+
+impl std::str::FromStr for Sampling {
+    type Err = gulp_io::UnknownChoice;
+
+    fn from_str(text: &str) -> std::result::Result<Sampling, Self::Err> {
+        <Sampling as gulp_io::Choice>::parse_choice(text)
     }
 }
 
@@ -298,8 +308,8 @@ mod tests {
 
     #[test]
     fn frame_k_is_one_frame_of_every_item() {
-        assert_eq!(Sampling::parse("frame:3"), Some(Sampling::Frame(3)));
-        assert_eq!(Sampling::parse("frame:x"), None);
+        assert_eq!("frame:3".parse::<Sampling>(), Ok(Sampling::Frame(3)));
+        assert!("frame:x".parse::<Sampling>().is_err());
         assert_eq!(fixed(Sampling::Frame(3), 1, 1, 10), [3]);
         assert_eq!(fixed(Sampling::Frame(3), 2, 1, 2), [1, 1]); // the last of a short item
         let mut rng = Rng::new(&[1]);

@@ -51,6 +51,8 @@ pub enum Unit {
     Seconds,
 }
 
+gulp_io::choice!(Unit, "unit", { Unit::Frames => "frames", Unit::Seconds => "seconds" });
+
 /// The meta key of an item's frame rate.
 pub const FPS_KEY: &str = "fps";
 /// The meta key of an item's duration in seconds.

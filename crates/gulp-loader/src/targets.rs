@@ -54,7 +54,94 @@ pub enum Target {
     Computed(TargetFn),
 }
 
+/// What the values of a target read from meta keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// Classes: `int64` (strings numbered by the label index).
+    Class,
+    /// Numbers: `float32`.
+    Float,
+    /// A list of classes as a multi-hot vector: `float32 [num_classes]`.
+    MultiHot,
+}
+
+gulp_io::choice!(TargetKind, "target_type", {
+    TargetKind::Class => "class",
+    TargetKind::Float => "float",
+    TargetKind::MultiHot => "multi_hot",
+});
+
+/// The meta keys of a target: one (a value per sample) or several (a row
+/// of values per sample, even for a list of one key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetKeys {
+    /// One key: `[B]`.
+    One(String),
+    /// Several keys: `[B, K]`.
+    Many(Vec<String>),
+}
+
 impl Target {
+    /// The target of `keys` read as `kind` (default: classes, or a
+    /// multi-hot vector when `num_classes` is given); no keys is the
+    /// default label. The errors say which argument is wrong, by the
+    /// Python name (`target`, `target_type`, `num_classes`).
+    pub fn from_keys(
+        keys: Option<TargetKeys>,
+        kind: Option<TargetKind>,
+        num_classes: Option<usize>,
+    ) -> std::result::Result<Target, String> {
+        let Some(keys) = keys else {
+            if kind.is_some() || num_classes.is_some() {
+                return Err("target_type and num_classes need a target".into());
+            }
+            return Ok(Target::Label);
+        };
+        let kind = kind.unwrap_or(if num_classes.is_some() {
+            TargetKind::MultiHot
+        } else {
+            TargetKind::Class
+        });
+        let classes = match (kind, num_classes) {
+            (TargetKind::MultiHot, Some(n)) if n > 0 => n,
+            (TargetKind::MultiHot, _) => {
+                return Err("a multi-hot target needs num_classes of at least 1".into());
+            }
+            (_, Some(_)) => return Err("num_classes is for a multi-hot target".into()),
+            (_, None) => 0,
+        };
+        Ok(match (keys, kind) {
+            (TargetKeys::Many(keys), _) if keys.is_empty() => {
+                return Err("target= needs at least one key".into());
+            }
+            (TargetKeys::One(key), TargetKind::Class) => Target::Key(key),
+            (TargetKeys::One(key), TargetKind::Float) => Target::Float(key),
+            (TargetKeys::One(key), TargetKind::MultiHot) => Target::MultiHot { key, classes },
+            (TargetKeys::Many(keys), TargetKind::Class) => Target::Keys(keys),
+            (TargetKeys::Many(keys), TargetKind::Float) => Target::Floats(keys),
+            (TargetKeys::Many(keys), TargetKind::MultiHot) => {
+                return Err(format!("a multi_hot target takes one key, not {keys:?}"));
+            }
+        })
+    }
+
+    /// The target computed by `f`, which sets its own dtype and shape:
+    /// `kind` and `num_classes` are refused beside it.
+    pub fn from_function(
+        f: TargetFn,
+        kind: Option<TargetKind>,
+        num_classes: Option<usize>,
+    ) -> std::result::Result<Target, String> {
+        if kind.is_some() || num_classes.is_some() {
+            return Err(
+                "a target function sets its own dtype and shape: no target_type or \
+                 num_classes with it"
+                    .into(),
+            );
+        }
+        Ok(Target::Computed(f))
+    }
+
     /// The key a problem with the target is about.
     fn key_name(&self) -> String {
         match self {
@@ -93,6 +180,11 @@ impl PartialEq for Target {
         }
     }
 }
+
+gulp_io::choice!(OnMissing, "on_missing", {
+    OnMissing::Raise => "raise",
+    OnMissing::Skip => "skip",
+});
 
 /// A sample's target whose value is missing or unusable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

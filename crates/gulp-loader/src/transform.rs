@@ -38,23 +38,52 @@ pub enum CropMode {
     Three,
 }
 
-impl CropMode {
-    /// Parses `none`, `center` (`centre`), `random`, `random_resized` (with
-    /// torchvision's defaults: scale 0.08–1, ratio 3/4–4/3) or `three`.
-    pub fn parse(text: &str) -> Option<CropMode> {
+/// torchvision's `RandomResizedCrop` defaults: the crop's area as a
+/// fraction of the frame's, and its aspect ratio.
+pub const RANDOM_RESIZED_SCALE: (f64, f64) = (0.08, 1.0);
+/// See [`RANDOM_RESIZED_SCALE`].
+pub const RANDOM_RESIZED_RATIO: (f64, f64) = (3.0 / 4.0, 4.0 / 3.0);
+
+impl gulp_io::Choice for CropMode {
+    const OPTION: &'static str = "crop";
+    const NAMES: &'static [&'static str] = &["random", "center", "random_resized", "three", "none"];
+
+    /// A name of [`NAMES`](gulp_io::Choice::NAMES) (also `centre`);
+    /// `random_resized` with torchvision's scale and ratio.
+    fn from_name(text: &str) -> Option<CropMode> {
         match text {
             "none" => Some(CropMode::None),
             "center" | "centre" => Some(CropMode::Center),
             "random" => Some(CropMode::Random),
             "random_resized" => Some(CropMode::RandomResized {
-                scale: (0.08, 1.0),
-                ratio: (3.0 / 4.0, 4.0 / 3.0),
+                scale: RANDOM_RESIZED_SCALE,
+                ratio: RANDOM_RESIZED_RATIO,
             }),
             "three" => Some(CropMode::Three),
             _ => None,
         }
     }
 
+    fn name(&self) -> &'static str {
+        match self {
+            CropMode::None => "none",
+            CropMode::Center => "center",
+            CropMode::Random => "random",
+            CropMode::RandomResized { .. } => "random_resized",
+            CropMode::Three => "three",
+        }
+    }
+}
+
+impl std::str::FromStr for CropMode {
+    type Err = gulp_io::UnknownChoice;
+
+    fn from_str(text: &str) -> Result<CropMode, Self::Err> {
+        <CropMode as gulp_io::Choice>::parse_choice(text)
+    }
+}
+
+impl CropMode {
     /// Views of each clip this mode makes (3 for [`CropMode::Three`]).
     pub fn views(&self) -> usize {
         if matches!(self, CropMode::Three) {
@@ -491,7 +520,7 @@ mod tests {
         let s = Spatial {
             resize: None,
             size: Some((32, 32)),
-            crop: CropMode::parse("random_resized").expect("mode"),
+            crop: "random_resized".parse::<CropMode>().expect("mode"),
             flip: false,
         };
         let mut rng = Rng::new(&[11]);

@@ -257,7 +257,7 @@ fn crop_mode() -> impl Strategy<Value = CropMode> {
         Just(CropMode::None),
         Just(CropMode::Center),
         Just(CropMode::Random),
-        Just(CropMode::parse("random_resized").expect("mode")),
+        Just("random_resized".parse::<CropMode>().expect("mode")),
         Just(CropMode::Three),
     ]
 }

@@ -10,7 +10,7 @@ use gulp_format::{JsonSerializer, Value};
 use gulp_io::{ChunkWriter, ColorMode, decode_jpeg};
 use gulp_loader::{
     Amount, CropMode, Loader, LoaderOptions, OnError, OnMissing, Order, Sampler, Sampling,
-    Segments, Source, Spatial, Target, TargetValues, Targets, clip_indices,
+    Segments, Shuffle, Source, Spatial, Target, TargetValues, Targets, clip_indices,
 };
 
 /// `n` JPEG frames of an ffmpeg test source at `w`×`h`.
@@ -144,11 +144,12 @@ fn eval_options() -> LoaderOptions {
         },
         batch_size: 3,
         order: Order {
-            shuffle: false,
+            shuffle: Shuffle::Off,
+            drop_last: false,
             ..Order::default()
         },
-        train: false,
-        threads: 2,
+        train: Some(false),
+        threads: Some(2),
         ..LoaderOptions::default()
     }
 }
@@ -166,12 +167,13 @@ fn train_options(threads: usize) -> LoaderOptions {
         },
         batch_size: 4,
         order: Order {
-            shuffle: true,
+            shuffle: Shuffle::Items,
             seed: 42,
+            drop_last: false,
             ..Order::default()
         },
-        train: true,
-        threads,
+        train: Some(true),
+        threads: Some(threads),
         ..LoaderOptions::default()
     }
 }
@@ -613,7 +615,7 @@ fn a_state_saved_on_4_ranks_resumes_on_2_3_and_4() {
 }
 
 #[test]
-fn a_state_inside_an_items_clips_resumes_on_its_own_rank_only() {
+fn a_state_inside_an_items_clips_resumes_on_its_own_world_size_only() {
     let fx = fixture();
     let options = |world_size: usize| LoaderOptions {
         clips: 2,
@@ -630,9 +632,30 @@ fn a_state_inside_an_items_clips_resumes_on_its_own_rank_only() {
     assert_eq!(state.position, None); // 3 clips: one item and a half
     let mut other = Loader::open(&fx.dir, options(3)).expect("open");
     let err = other.load_state(&state).expect_err("mid-item");
-    assert!(err.to_string().contains("rank 0/2 only"), "{err}");
+    assert!(err.to_string().contains("a world size of 2 only"), "{err}");
     let mut same = Loader::open(&fx.dir, options(2)).expect("open");
     same.load_state(&state).expect("the same rank and world");
+    // Another rank of the same world resumes from it too (Lightning hands
+    // rank 0's state to every rank): at the same batch of its own share.
+    let rank1 = |o: LoaderOptions| LoaderOptions {
+        order: Order { rank: 1, ..o.order },
+        ..o
+    };
+    let mut whole = Loader::open(&fx.dir, rank1(options(2))).expect("open");
+    let expected: Vec<_> = collect(&mut whole)
+        .into_iter()
+        .skip(1)
+        .map(|b| b.ids)
+        .collect();
+    let mut other_rank = Loader::open(&fx.dir, rank1(options(2))).expect("open");
+    other_rank
+        .load_state(&state)
+        .expect("another rank of the same world");
+    let got: Vec<_> = collect(&mut other_rank)
+        .into_iter()
+        .map(|b| b.ids)
+        .collect();
+    assert_eq!(got, expected);
 }
 
 #[test]
@@ -834,7 +857,8 @@ fn stored_size_batches_need_equal_frames() {
 fn quick_options() -> LoaderOptions {
     LoaderOptions {
         order: Order {
-            shuffle: false,
+            shuffle: Shuffle::Off,
+            drop_last: false,
             ..Order::default()
         },
         frames: 1,
@@ -845,8 +869,8 @@ fn quick_options() -> LoaderOptions {
             flip: false,
         },
         batch_size: 4,
-        train: false,
-        threads: 2,
+        train: Some(false),
+        threads: Some(2),
         ..LoaderOptions::default()
     }
 }
@@ -1394,15 +1418,14 @@ fn by_chunks(window: usize, rank: usize, world_size: usize, threads: usize) -> L
         },
         batch_size: 2,
         order: Order {
-            shuffle: true,
-            chunk_window: Some(window),
+            shuffle: Shuffle::Chunks { window },
             seed: 3,
             rank,
             world_size,
             drop_last: false,
         },
-        train: true,
-        threads,
+        train: Some(true),
+        threads: Some(threads),
         labels: gulp_loader::Labels {
             key: "label".into(),
             index: Some(vec![("bars".into(), 0)]),
@@ -1462,7 +1485,7 @@ fn a_shuffle_by_chunks_gives_each_rank_its_own_chunks() {
     assert_eq!(one, ids(by_chunks(2, 0, 1, 2)));
     let plain = ids(LoaderOptions {
         order: Order {
-            chunk_window: None,
+            shuffle: Shuffle::Items,
             ..by_chunks(2, 0, 1, 1).order
         },
         ..by_chunks(2, 0, 1, 1)

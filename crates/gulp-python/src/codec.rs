@@ -98,21 +98,24 @@ pub(crate) fn encode_jpeg<'py>(
 /// Decodes JPEG bytes to a `uint8` array, with the decoding options of
 /// `Directory.read`.
 #[pyfunction]
-#[pyo3(signature = (data, *, color = None, scale = None, crop = None, dct = None,
-                    upsampling = None, strict = true, codec = None))]
+#[pyo3(signature = (data, *, color = None, dct_scale = None, min_size = None, region = None,
+                    dct = None, upsampling = None, strict = true, codec = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_jpeg<'py>(
     py: Python<'py>,
     data: &[u8],
     color: Option<&str>,
-    scale: Option<&Bound<'py, PyAny>>,
-    crop: Option<(usize, usize, usize, usize)>,
+    dct_scale: Option<&Bound<'py, PyAny>>,
+    min_size: Option<(usize, usize)>,
+    region: Option<(usize, usize, usize, usize)>,
     dct: Option<&str>,
     upsampling: Option<&str>,
     strict: bool,
     codec: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let options = decode_options(color, scale, crop, dct, upsampling, strict, codec)?;
+    let options = decode_options(
+        color, dct_scale, min_size, region, dct, upsampling, strict, codec,
+    )?;
     let image = py
         .detach(|| gulp_io::decode_jpeg_with(data, &options))
         .map_err(io_err)?;

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gulp_io::{
-    CacheOptions, ChunkReader, Codec, ColorMode, Crop, Dct, DecodeOptions, GulpDirectory, Image,
-    ReadMode, Scale, Shape, Upsampling,
+    CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions, GulpDirectory, Image, ReadMode,
+    Scale, Shape,
 };
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
@@ -91,84 +91,65 @@ fn decode_frames(
         .map(Decoded::Frames)
 }
 
-/// How to decode, from the keyword arguments of `read`.
+/// How to decode, from the keyword arguments of `read` (names of the
+/// options' values from gulp-io's lists).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_options(
     color: Option<&str>,
-    scale: Option<&Bound<'_, PyAny>>,
-    crop: Option<(usize, usize, usize, usize)>,
+    dct_scale: Option<&Bound<'_, PyAny>>,
+    min_size: Option<(usize, usize)>,
+    region: Option<(usize, usize, usize, usize)>,
     dct: Option<&str>,
     upsampling: Option<&str>,
     strict: bool,
     codec: Option<&str>,
 ) -> PyResult<DecodeOptions> {
-    let bad = |what: &str, value: &str, allowed: &str| {
-        Class::InvalidSelection.err(format!("{what} must be one of {allowed}, not {value:?}"))
+    fn named<T: Choice>(given: Option<&str>, default: T) -> PyResult<T> {
+        given.map_or(Ok(default), |name| {
+            T::parse_choice(name).map_err(|e| Class::InvalidSelection.err(e.to_string()))
+        })
+    }
+    let defaults = DecodeOptions::default();
+    let codec = named(codec, defaults.codec)?;
+    if codec == Codec::LibjpegTurbo && !cfg!(feature = "turbojpeg") {
+        return Err(Class::InvalidSelection.err("this build of gulp has no libjpeg-turbo"));
+    }
+    let scale = match (dct_scale, min_size) {
+        (Some(s), _) => parse_scale(s)?,
+        (None, Some((height, width))) => Scale::AtLeast { width, height },
+        (None, None) => Scale::Full,
     };
-    let mut o = DecodeOptions {
-        strict,
-        ..DecodeOptions::default()
-    };
-    if let Some(c) = color {
-        o.color = match c {
-            "auto" => ColorMode::Auto,
-            "rgb" | "RGB" => ColorMode::Rgb,
-            "gray" | "grey" | "Gray" | "L" => ColorMode::Gray,
-            _ => return Err(bad("color", c, "'auto', 'rgb', 'gray'")),
-        };
-    }
-    if let Some(d) = dct {
-        o.dct = match d {
-            "fast" => Dct::Fast,
-            "accurate" => Dct::Accurate,
-            _ => return Err(bad("dct", d, "'fast', 'accurate'")),
-        };
-    }
-    if let Some(u) = upsampling {
-        o.upsampling = match u {
-            "fast" => Upsampling::Fast,
-            "smooth" => Upsampling::Smooth,
-            _ => return Err(bad("upsampling", u, "'fast', 'smooth'")),
-        };
-    }
-    if let Some(c) = codec {
-        o.codec = match c {
-            "libjpeg-turbo" | "turbo" if cfg!(feature = "turbojpeg") => Codec::LibjpegTurbo,
-            "zune" | "zune-jpeg" => Codec::Zune,
-            _ => return Err(bad("codec", c, "'libjpeg-turbo', 'zune'")),
-        };
-    }
-    if let Some(s) = scale {
-        o.scale = parse_scale(s)?;
-    }
-    if let Some((x, y, width, height)) = crop {
-        o.crop = Some(Crop {
+    Ok(DecodeOptions {
+        codec,
+        color: named(color, defaults.color)?,
+        dct: named(dct, defaults.dct)?,
+        upsampling: named(upsampling, defaults.upsampling)?,
+        scale,
+        crop: region.map(|(x, y, width, height)| Crop {
             x,
             y,
             width,
             height,
-        });
-    }
-    Ok(o)
+        }),
+        strict,
+    })
 }
 
-/// `scale=`: a fraction `"1/2"` (n/8 steps), an int (the least short edge),
-/// or a `(width, height)` pair (the least size).
+/// `dct_scale=`: a fraction `"1/2"` (n/8 steps) or an int (the least
+/// short edge).
 fn parse_scale(s: &Bound<'_, PyAny>) -> PyResult<Scale> {
     if let Ok(text) = s.extract::<String>() {
         return Scale::parse(&text).ok_or_else(|| {
             Class::InvalidSelection.err(format!(
-                "scale {text:?} is not n/8 for n from 1 to 8 (e.g. '1/2', '3/8')"
+                "dct_scale {text:?} is not n/8 for n from 1 to 8 (e.g. '1/2', '3/8')"
             ))
         });
     }
     if let Ok(edge) = s.extract::<usize>() {
         return Ok(Scale::ShortEdge(edge));
     }
-    if let Ok((width, height)) = s.extract::<(usize, usize)>() {
-        return Ok(Scale::AtLeast { width, height });
-    }
     Err(Class::InvalidSelection.err(format!(
-        "scale must be a fraction such as '1/2', a short edge (int) or (width, height), not {}",
+        "dct_scale must be a fraction such as '1/2' or a short edge (int), not {}",
         s.repr()?
     )))
 }
@@ -507,12 +488,13 @@ impl Directory {
     ///
     /// `sel` is `None` (every frame), a slice or a list of indices. The
     /// other arguments are the decoding options: `color` ('auto', 'rgb',
-    /// 'gray'), `scale` ('1/2'-style fraction, least short edge, or least
-    /// (width, height)), `crop` ((x, y, width, height) of the scaled
-    /// image), `dct` ('fast', 'accurate'), `upsampling` ('fast',
-    /// 'smooth'), `strict` and `codec`.
-    #[pyo3(signature = (id, sel = None, *, color = None, scale = None, crop = None,
-                        dct = None, upsampling = None, strict = true, codec = None))]
+    /// 'gray'), `dct_scale` ('1/2'-style fraction or least short edge),
+    /// `min_size` (least (height, width)), `region` ((x, y, width, height)
+    /// of the scaled image), `dct` ('fast', 'accurate'), `upsampling`
+    /// ('fast', 'smooth'), `strict` and `codec`.
+    #[pyo3(signature = (id, sel = None, *, color = None, dct_scale = None, min_size = None,
+                        region = None, dct = None, upsampling = None, strict = true,
+                        codec = None))]
     #[allow(clippy::too_many_arguments)]
     fn read<'py>(
         &self,
@@ -520,14 +502,17 @@ impl Directory {
         id: &str,
         sel: Option<&Bound<'py, PyAny>>,
         color: Option<&str>,
-        scale: Option<&Bound<'py, PyAny>>,
-        crop: Option<(usize, usize, usize, usize)>,
+        dct_scale: Option<&Bound<'py, PyAny>>,
+        min_size: Option<(usize, usize)>,
+        region: Option<(usize, usize, usize, usize)>,
         dct: Option<&str>,
         upsampling: Option<&str>,
         strict: bool,
         codec: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let options = decode_options(color, scale, crop, dct, upsampling, strict, codec)?;
+        let options = decode_options(
+            color, dct_scale, min_size, region, dct, upsampling, strict, codec,
+        )?;
         let (reader, n) = self.locate(py, id)?;
         let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
         let decoded = py

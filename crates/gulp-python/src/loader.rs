@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use gulp_format::Value;
-use gulp_io::GulpDirectory;
+use gulp_io::{Choice, Codec, Dct, DecodeOptions, GulpDirectory};
 use gulp_loader::{
-    Amount, Batch, Batches, Bounds, CropMode, ItemFn, Labels, Loader as RustLoader, LoaderOptions,
-    OnError, OnMissing, Order, Sampler, Sampling, Segments, Source, Spatial, State, Target,
-    TargetFn, TargetValues, Targets, Unit,
+    Amount, Batch, Batches, Bounds, CropMode, GivenRanks, ItemFn, Labels, Launch, Launcher,
+    Loader as RustLoader, LoaderOptions, OnError, OnMissing, Order, Ranks, Sampler, Sampling,
+    Segments, Shuffle, Source, Spatial, State, Target, TargetFn, TargetKeys, TargetKind,
+    TargetValues, Targets, Unit,
 };
 use ndarray::{Array1, Array2, Array5, ArrayD, IxDyn};
 use numpy::PyArray;
@@ -22,7 +23,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::convert::to_py;
-use crate::directory::decode_options;
 use crate::errors::{Class, io_err};
 
 /// A loader error as a Python exception: decoding and I/O errors keep their
@@ -43,22 +43,125 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[pyclass(frozen, module = "gulp._gulp")]
 pub(crate) struct Loader {
     inner: Mutex<RustLoader>,
+    ranks: Ranks,
 }
 
-/// The value named `name` among `choices`, else an `InvalidInputError`
-/// listing them.
-fn choice<T: Copy>(what: &str, name: &str, choices: &[(&str, T)]) -> PyResult<T> {
-    choices
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| {
-            let names: Vec<String> = choices.iter().map(|(n, _)| format!("'{n}'")).collect();
+/// A value of an option with named values, from its name (gulp-loader's
+/// and gulp-io's one list of names; its error lists them).
+pub(crate) struct Named<T>(pub(crate) T);
+
+impl<'py, T: Choice> FromPyObject<'_, 'py> for Named<T> {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Named<T>> {
+        let text: String = ob.extract().map_err(|_| {
             Class::Invalid.err(format!(
-                "{what} must be one of {}, not {name:?}",
-                names.join(", ")
+                "{} must be one of {}, not {}",
+                T::OPTION,
+                gulp_io::quoted(T::NAMES),
+                ob.repr().map_or_else(|_| "?".into(), |r| r.to_string())
             ))
-        })
+        })?;
+        T::parse_choice(&text)
+            .map(Named)
+            .map_err(|e| Class::Invalid.err(e.to_string()))
+    }
+}
+
+/// `shuffle=`: `True` (every sample), `False` or a name of [`Shuffle`].
+enum PyShuffle {
+    Flag(bool),
+    Named(Named<Shuffle>),
+}
+
+impl<'py> FromPyObject<'_, 'py> for PyShuffle {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<PyShuffle> {
+        if let Ok(flag) = ob.cast::<pyo3::types::PyBool>() {
+            return Ok(PyShuffle::Flag(flag.is_true()));
+        }
+        ob.extract().map(PyShuffle::Named)
+    }
+}
+
+impl PyShuffle {
+    fn value(self) -> Shuffle {
+        match self {
+            PyShuffle::Flag(true) => Shuffle::Items,
+            PyShuffle::Flag(false) => Shuffle::Off,
+            PyShuffle::Named(Named(shuffle)) => shuffle,
+        }
+    }
+}
+
+/// `size=`: `N` (a square) or `(H, W)`.
+#[derive(FromPyObject)]
+enum PySize {
+    Square(usize),
+    Hw((usize, usize)),
+}
+
+/// `target=`: a key, several keys, or a function of the meta.
+enum PyTarget {
+    Keys(TargetKeys),
+    Function(Py<PyAny>),
+}
+
+impl<'py> FromPyObject<'_, 'py> for PyTarget {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<PyTarget> {
+        if let Ok(key) = ob.extract::<String>() {
+            return Ok(PyTarget::Keys(TargetKeys::One(key)));
+        }
+        if ob.is_callable() {
+            return Ok(PyTarget::Function(ob.to_owned().unbind()));
+        }
+        let keys = ob
+            .try_iter()
+            .and_then(|it| {
+                it.map(|k| k.and_then(|k| Ok(k.str()?.to_string())))
+                    .collect::<PyResult<Vec<String>>>()
+            })
+            .map_err(|_| {
+                Class::Invalid.err("target is a meta key, a list of keys or a function of the meta")
+            })?;
+        Ok(PyTarget::Keys(TargetKeys::Many(keys)))
+    }
+}
+
+/// The ranks: those given, the rest from `torch.distributed` (the rank and
+/// world size the Python side found in an initialised process group) or
+/// the launcher's variables; a given value that contradicts the launcher
+/// is a `UserWarning` (Python shows each once).
+pub(crate) fn resolve_ranks(
+    py: Python<'_>,
+    given: GivenRanks,
+    torch: Option<(usize, usize)>,
+) -> PyResult<Ranks> {
+    let var = |k: &str| std::env::var(k).ok();
+    let env = Launch::from_env(var);
+    let launch = match torch {
+        Some((rank, world_size)) => Some(Launch {
+            launcher: Launcher::TorchDistributed,
+            rank,
+            world_size,
+            local_world_size: env.and_then(|e| e.local_world_size),
+        }),
+        None => env,
+    };
+    let (ranks, warnings) = Ranks::resolve(given, launch, Launch::local_from_env(var));
+    for warning in warnings {
+        let text = std::ffi::CString::new(warning).unwrap_or_default();
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &text,
+            2,
+        )?;
+    }
+    Ok(ranks)
 }
 
 /// A `gulp.Source` as the native side reads it (its attributes).
@@ -82,7 +185,7 @@ struct PySegments {
     start: String,
     end: String,
     pair: Option<String>,
-    unit: String,
+    unit: Named<Unit>,
     fps: Option<f64>,
 }
 
@@ -200,121 +303,68 @@ impl PySource {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (sources, *, frames, sampling, step, clips, resize, size, crop, scale, ratio,
-        flip, batch_size, shuffle, seed, drop_last, rank, world_size, train, threads, prefetch,
-        on_error, label_key, label_index, dct, codec, strict, local_world_size = 0,
-        sampler = "uniform", samples_per_epoch = None, target = "label", target_keys = Vec::new(),
-        num_classes = 0, target_fn = None, on_missing = "raise", segments = None,
-        shared_labels = false, chunk_window = None, cache_dir = None, cache_limit = None))]
+    #[pyo3(signature = (sources, *, frames, sampling, step, clips, resize, size, crop, scale,
+        ratio, flip, batch_size, shuffle, chunk_window, seed, drop_last, rank, world_size,
+        local_world_size, torch_ranks, train, threads, prefetch, on_error, label_key, labels,
+        dct, codec, strict, sampler, samples_per_epoch, target, target_type, num_classes,
+        on_missing, segments, shared_labels, cache_dir, cache_limit))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         sources: Vec<Bound<'_, PyAny>>,
         frames: usize,
-        sampling: &str,
+        sampling: Named<Sampling>,
         step: usize,
         clips: usize,
         resize: Option<usize>,
-        size: Option<(usize, usize)>,
-        crop: &str,
+        size: Option<PySize>,
+        crop: Option<Named<CropMode>>,
         scale: (f64, f64),
         ratio: (f64, f64),
         flip: bool,
         batch_size: usize,
-        shuffle: bool,
+        shuffle: PyShuffle,
+        chunk_window: Option<usize>,
         seed: u64,
         drop_last: bool,
-        rank: usize,
-        world_size: usize,
-        train: bool,
-        threads: usize,
+        rank: Option<usize>,
+        world_size: Option<usize>,
+        local_world_size: Option<usize>,
+        torch_ranks: Option<(usize, usize)>,
+        train: Option<bool>,
+        threads: Option<usize>,
         prefetch: usize,
-        on_error: &str,
+        on_error: Named<OnError>,
         label_key: String,
-        label_index: Option<Vec<(String, i64)>>,
-        dct: Option<&str>,
-        codec: Option<&str>,
+        labels: Option<Vec<(String, i64)>>,
+        dct: Named<Dct>,
+        codec: Option<Named<Codec>>,
         strict: bool,
-        local_world_size: usize,
-        sampler: &str,
+        sampler: Named<Sampler>,
         samples_per_epoch: Option<usize>,
-        target: &str,
-        target_keys: Vec<String>,
-        num_classes: usize,
-        target_fn: Option<Py<PyAny>>,
-        on_missing: &str,
+        target: Option<PyTarget>,
+        target_type: Option<Named<TargetKind>>,
+        num_classes: Option<usize>,
+        on_missing: Named<OnMissing>,
         segments: Option<Bound<'_, PyAny>>,
         shared_labels: bool,
-        chunk_window: Option<usize>,
         cache_dir: Option<&Bound<'_, PyAny>>,
         cache_limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Loader> {
-        let bad = |what: &str, value: &str, allowed: &str| {
-            Class::Invalid.err(format!("{what} must be one of {allowed}, not {value:?}"))
+        let invalid = |e: String| Class::Invalid.err(e);
+        let crop = match crop.map_or(CropMode::None, |c| c.0) {
+            CropMode::RandomResized { .. } => CropMode::RandomResized { scale, ratio },
+            mode => mode,
         };
-        let sampling = Sampling::parse(sampling).ok_or_else(|| {
-            bad(
-                "sampling",
-                sampling,
-                "'window', 'segments', 'uniform', 'dense', 'frame:K'",
-            )
-        })?;
-        let crop = match CropMode::parse(crop) {
-            Some(CropMode::RandomResized { .. }) => CropMode::RandomResized { scale, ratio },
-            Some(mode) => mode,
-            None => {
-                return Err(bad(
-                    "crop",
-                    crop,
-                    "'random', 'center', 'random_resized', 'three', 'none'",
-                ));
+        let kind = target_type.map(|t| t.0);
+        let target = match target {
+            None => Target::from_keys(None, kind, num_classes),
+            Some(PyTarget::Keys(keys)) => Target::from_keys(Some(keys), kind, num_classes),
+            Some(PyTarget::Function(f)) => {
+                Target::from_function(computed_target(f), kind, num_classes)
             }
-        };
-        let on_error = choice(
-            "on_error",
-            on_error,
-            &[("raise", OnError::Raise), ("skip", OnError::Skip)],
-        )?;
-        let sampler = choice(
-            "sampler",
-            sampler,
-            &[
-                ("uniform", Sampler::Uniform),
-                ("balanced", Sampler::Balanced),
-            ],
-        )?;
-        let on_missing = choice(
-            "on_missing",
-            on_missing,
-            &[("raise", OnMissing::Raise), ("skip", OnMissing::Skip)],
-        )?;
-        let one_key = |keys: &[String]| -> PyResult<String> {
-            match keys {
-                [key] => Ok(key.clone()),
-                _ => {
-                    Err(Class::Invalid.err(format!("{target} targets take one key, not {keys:?}")))
-                }
-            }
-        };
-        let target = match (target, target_fn) {
-            ("label", None) => Target::Label,
-            ("key", None) => Target::Key(one_key(&target_keys)?),
-            ("keys", None) => Target::Keys(target_keys),
-            ("float", None) => Target::Float(one_key(&target_keys)?),
-            ("floats", None) => Target::Floats(target_keys),
-            ("multi_hot", None) => Target::MultiHot {
-                key: one_key(&target_keys)?,
-                classes: num_classes,
-            },
-            ("computed", Some(f)) => Target::Computed(computed_target(f)),
-            (other, _) => {
-                return Err(bad(
-                    "target",
-                    other,
-                    "'label', 'key', 'keys', 'float', 'floats', 'multi_hot', 'computed'",
-                ));
-            }
-        };
+        }
+        .map_err(invalid)?;
         let segments = segments
             .map(|s| -> PyResult<Segments> {
                 let s: PySegments = s.extract()?;
@@ -327,11 +377,7 @@ impl Loader {
                             end: s.end,
                         },
                     },
-                    unit: choice(
-                        "segment unit",
-                        &s.unit,
-                        &[("frames", Unit::Frames), ("seconds", Unit::Seconds)],
-                    )?,
+                    unit: s.unit.0,
                     fps: s.fps,
                 })
             })
@@ -340,54 +386,85 @@ impl Loader {
             .into_iter()
             .map(|s| s.extract::<PySource>()?.into_source())
             .collect::<PyResult<Vec<Source>>>()?;
-        let decode = decode_options(None, None, None, dct, None, strict, codec)?;
+        let ranks = resolve_ranks(
+            py,
+            GivenRanks {
+                rank,
+                world_size,
+                local_world_size,
+            },
+            torch_ranks,
+        )?;
+        let defaults = LoaderOptions::default();
         let options = LoaderOptions {
             frames,
-            sampling,
+            sampling: sampling.0,
             step,
             clips,
             spatial: Spatial {
                 resize,
-                size,
+                size: size.map(|s| match s {
+                    PySize::Square(n) => (n, n),
+                    PySize::Hw(hw) => hw,
+                }),
                 crop,
                 flip,
             },
             batch_size,
             order: Order {
-                shuffle,
-                chunk_window,
+                shuffle: shuffle.value().with_window(chunk_window).map_err(invalid)?,
                 seed,
                 drop_last,
-                rank,
-                world_size,
+                ..defaults.order
             },
             train,
             threads,
-            local_world_size,
             prefetch,
-            on_error,
+            on_error: on_error.0,
             labels: Labels {
                 key: label_key,
-                index: label_index,
+                index: labels,
             },
-            decode,
-            sampler,
+            decode: DecodeOptions {
+                dct: dct.0,
+                codec: codec.map_or_else(Codec::default, |c| c.0),
+                strict,
+                ..DecodeOptions::default()
+            },
+            sampler: sampler.0,
             samples_per_epoch,
             target,
-            on_missing,
+            on_missing: on_missing.0,
             segments,
             shared_labels,
             open: match crate::directory::cache_options(cache_dir, cache_limit)? {
                 Some(cache) => GulpDirectory::options().cache(cache),
                 None => GulpDirectory::options(),
             },
-        };
+            ..defaults
+        }
+        .with_ranks(&ranks);
         let loader = py
             .detach(|| RustLoader::from_sources(&sources, options))
             .map_err(loader_err)?;
         Ok(Loader {
             inner: Mutex::new(loader),
+            ranks,
         })
+    }
+
+    /// This process's rank, the world size, the ranks on this node, and
+    /// where the ranks and the node's count came from.
+    #[getter]
+    fn ranks(&self) -> (usize, usize, usize, String, String) {
+        let r = self.ranks;
+        (
+            r.rank,
+            r.world_size,
+            r.local_world_size,
+            r.source.to_string(),
+            r.local_source.to_string(),
+        )
     }
 
     fn __len__(&self) -> usize {
@@ -522,7 +599,7 @@ impl Loader {
 
 /// One pass of a loader; `__next__` returns the batch's parts as a tuple
 /// `(frames, targets, ids, indices, views, skipped, index, epoch, positions,
-/// sources, segments)`.
+/// sources, segments, padding)`.
 #[pyclass(frozen, module = "gulp._gulp")]
 pub(crate) struct BatchIter {
     batches: Mutex<Option<Batches>>,
@@ -578,6 +655,7 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
         indices,
         views,
         skipped,
+        padding,
         ..
     } = batch;
     let bad = |e: ndarray::ShapeError| Class::Invalid.err(e.to_string());
@@ -605,6 +683,7 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
     let segments = int64(segments.into_iter().flatten().collect());
     let segments =
         PyArray::from_owned_array(py, Array2::from_shape_vec((b, 2), segments).map_err(bad)?);
+    let padding = PyArray::from_owned_array(py, Array1::from_vec(padding));
     let ids = PyList::new(py, ids)?;
     let skipped = PyList::new(py, skipped.into_iter().map(|s| (s.id, s.reason)))?;
     PyTuple::new(
@@ -621,6 +700,7 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
             positions.into_any(),
             sources.into_any(),
             segments.into_any(),
+            padding.into_any(),
         ],
     )
 }
@@ -630,4 +710,84 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
 #[pyfunction]
 pub(crate) fn read_ids(path: PathBuf) -> PyResult<Vec<String>> {
     gulp_loader::read_ids(&path).map_err(loader_err)
+}
+
+/// The defaults of the loader's options as Python spells them: `"clips"`
+/// for `ClipLoader` (gulp-loader's `LoaderOptions::default()`), `"images"`
+/// for `ImageLoader` (`LoaderOptions::images()`). Python's signatures are
+/// checked against these by the tests.
+#[pyfunction]
+pub(crate) fn loader_defaults<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyDict>> {
+    let o = match kind {
+        "clips" => LoaderOptions::default(),
+        "images" => LoaderOptions::images(),
+        _ => return Err(Class::Invalid.err("kind is 'clips' or 'images'")),
+    };
+    let d = PyDict::new(py);
+    // A square as Python's signatures write it: `size=112`.
+    let size: Option<Bound<'py, PyAny>> = match o.spatial.size {
+        None => None,
+        Some((h, w)) if h == w => Some(h.into_pyobject(py)?.into_any()),
+        Some(hw) => Some(hw.into_pyobject(py)?.into_any()),
+    };
+    let (scale, ratio) = match o.spatial.crop {
+        CropMode::RandomResized { scale, ratio } => (scale, ratio),
+        _ => (
+            gulp_loader::RANDOM_RESIZED_SCALE,
+            gulp_loader::RANDOM_RESIZED_RATIO,
+        ),
+    };
+    d.set_item("frames", o.frames)?;
+    if kind == "clips" {
+        d.set_item("sampling", o.sampling.name())?;
+        d.set_item("step", o.step)?;
+        d.set_item("clips", o.clips)?;
+    }
+    d.set_item("resize", o.spatial.resize)?;
+    d.set_item("size", size)?;
+    d.set_item("crop", o.spatial.crop.name())?;
+    d.set_item("scale", scale)?;
+    d.set_item("ratio", ratio)?;
+    d.set_item("flip", o.spatial.flip)?;
+    d.set_item("batch_size", o.batch_size)?;
+    d.set_item("shuffle", o.order.shuffle == Shuffle::Items)?;
+    d.set_item("chunk_window", o.order.shuffle.chunk_window())?;
+    d.set_item("seed", o.order.seed)?;
+    d.set_item("drop_last", o.order.drop_last)?;
+    d.set_item("train", o.train)?;
+    d.set_item("threads", o.threads)?;
+    d.set_item("local_world_size", o.local_world_size)?;
+    d.set_item("prefetch", o.prefetch)?;
+    d.set_item("on_error", o.on_error.name())?;
+    d.set_item("label_key", &o.labels.key)?;
+    d.set_item("dct", o.decode.dct.name())?;
+    d.set_item("strict", o.decode.strict)?;
+    d.set_item("sampler", o.sampler.name())?;
+    d.set_item("samples_per_epoch", o.samples_per_epoch)?;
+    d.set_item("on_missing", o.on_missing.name())?;
+    d.set_item("shared_labels", o.shared_labels)?;
+    Ok(d)
+}
+
+/// Every option with named values: its names, from the one list of each
+/// (gulp-loader's and gulp-io's).
+#[pyfunction]
+pub(crate) fn option_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn add<T: Choice>(d: &Bound<'_, PyDict>) -> PyResult<()> {
+        d.set_item(T::OPTION, T::NAMES.to_vec())
+    }
+    let d = PyDict::new(py);
+    add::<Sampling>(&d)?;
+    add::<CropMode>(&d)?;
+    add::<Shuffle>(&d)?;
+    add::<Sampler>(&d)?;
+    add::<TargetKind>(&d)?;
+    add::<OnError>(&d)?;
+    add::<OnMissing>(&d)?;
+    add::<Unit>(&d)?;
+    add::<Dct>(&d)?;
+    add::<Codec>(&d)?;
+    add::<gulp_io::ColorMode>(&d)?;
+    add::<gulp_io::Upsampling>(&d)?;
+    Ok(d)
 }

@@ -20,23 +20,28 @@ def test_scale_and_crop(any_dir):
     gd = gulp.GulpDirectory(any_dir)
     full = gd.read("100")  # 120x160 frames
     assert full[0].shape == (120, 160, 3)
-    half = gd.read("100", scale="1/2")
+    half = gd.read("100", dct_scale="1/2")
     assert half[0].shape == (60, 80, 3)
     # An int is the least short edge: 3/8 of 120 rows = 45 >= 40.
-    assert gd.read("100", [0], scale=40)[0].shape == (45, 60, 3)
+    assert gd.read("100", [0], dct_scale=40)[0].shape == (45, 60, 3)
     # min_size is the least (height, width): 5/8 gives 75x100.
     assert gd.read("100", [0], min_size=(50, 100))[0].shape == (75, 100, 3)
-    # The older (width, height) pair as scale= still works, with a warning.
-    with pytest.warns(DeprecationWarning, match="min_size=\\(height, width\\)"):
-        assert gd.read("100", [0], scale=(100, 50))[0].shape == (75, 100, 3)
     with pytest.raises(gulp.InvalidInputError):
-        gd.read("100", [0], scale="1/2", min_size=(50, 100))
-    # A crop of the full-size frame is exactly that window of the full decode.
-    crop = gd.read("100", [1], crop=(16, 8, 64, 48))[0]
-    np.testing.assert_array_equal(crop, full[1][8:56, 16:80])
-    # Crop coordinates are in the scaled frame.
-    both = gd.read("100", [1], scale="1/2", crop=(8, 4, 32, 24))[0]
+        gd.read("100", [0], dct_scale="1/2", min_size=(50, 100))
+    # A region of the full-size frame is exactly that window of the full decode.
+    region = gd.read("100", [1], region=(16, 8, 64, 48))[0]
+    np.testing.assert_array_equal(region, full[1][8:56, 16:80])
+    # Region coordinates are in the scaled frame.
+    both = gd.read("100", [1], dct_scale="1/2", region=(8, 4, 32, 24))[0]
     np.testing.assert_array_equal(both, half[1][4:28, 8:40])
+    # The old names (scale= and crop=, which mean other things in ClipLoader)
+    # still work, with a warning; a (width, height) scale is min_size's pair.
+    with pytest.warns(DeprecationWarning, match="dct_scale"):
+        np.testing.assert_array_equal(gd.read("100", [1], scale="1/2")[0], half[1])
+    with pytest.warns(DeprecationWarning, match="dct_scale"):
+        assert gd.read("100", [0], scale=(100, 50))[0].shape == (75, 100, 3)
+    with pytest.warns(DeprecationWarning, match="region="):
+        np.testing.assert_array_equal(gd.read("100", [1], crop=(16, 8, 64, 48))[0], region)
 
 
 def test_color_and_dct_options(any_dir):

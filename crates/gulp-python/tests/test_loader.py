@@ -5,6 +5,8 @@ import json
 import math
 import os
 import resource
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -808,3 +810,118 @@ def test_a_bad_image_raises_or_is_skipped(image_dir, copy_dir):
         list(gulp.ImageLoader(bad, **opts))
     batch = next(iter(gulp.ImageLoader(bad, on_error="skip", **opts)))
     assert len(batch) == 11 and batch.skipped[0][0] == "img-03"
+
+
+# One definition of each option: the signatures' defaults, the docstring's,
+# the command line's and the errors' names all come from the Rust core.
+
+def test_python_defaults_are_the_rust_defaults():
+    import inspect
+    for cls, kind in ((gulp.ClipLoader, "clips"), (gulp.ImageLoader, "images")):
+        params = inspect.signature(cls.__init__).parameters
+        defaults = _gulp.loader_defaults(kind)
+        checked = [name for name in defaults if name in params]
+        assert len(checked) >= 15, (kind, checked)
+        for name in checked:
+            given = params[name].default
+            expected = defaults[name]
+            if isinstance(given, tuple):
+                assert given == pytest.approx(expected), (kind, name)
+            else:
+                assert given == expected, (kind, name, given, expected)
+
+
+def test_command_line_defaults_are_the_rust_defaults():
+    """`gulp bench --help` shows the loader's defaults as the command line
+    spells them (sizes H,W), and every named option's names."""
+    out = subprocess.run([sys.executable, "-m", "gulp", "bench", "--help"], check=True,
+                         capture_output=True, text=True).stdout
+    d = _gulp.loader_defaults("clips")
+    size = d["size"] if isinstance(d["size"], tuple) else (d["size"], d["size"])
+    for flag, value in [("--frames", d["frames"]), ("--sampling", d["sampling"]),
+                        ("--resize", d["resize"]), ("--size", f"{size[0]},{size[1]}"),
+                        ("--crop", d["crop"]), ("--batch-size", d["batch_size"]),
+                        ("--seed", d["seed"]), ("--dct", d["dct"]),
+                        ("--flip", str(d["flip"]).lower()),
+                        ("--drop-last", str(d["drop_last"]).lower())]:
+        help_of_flag = out.split(flag + " ", 1)[1].split("\n  -", 1)[0]
+        assert f"[default: {value}]" in help_of_flag, (flag, help_of_flag)
+    names = _gulp.option_names()
+    for option in ("sampling", "crop", "shuffle", "dct", "codec"):
+        for name in names[option]:
+            assert name in out, (option, name)
+
+
+@pytest.mark.parametrize("option", ["sampling", "crop", "shuffle", "sampler", "target_type",
+                                    "on_error", "on_missing"])
+def test_names_in_docstring_and_errors_come_from_one_list(clip_dir, option):
+    path, _, _ = clip_dir
+    names = _gulp.option_names()[option]
+    listed = ", ".join(repr(n) for n in names)
+    assert listed in gulp.ClipLoader.__doc__, option
+    extra = {"target": "label"} if option == "target_type" else {}
+    with pytest.raises(gulp.InvalidInputError) as err:
+        eval_loader(path, **{option: "no-such-value"}, **extra)
+    for name in names:
+        assert f"'{name}'" in str(err.value), (option, str(err.value))
+
+
+def test_ranks_come_from_the_launcher(clip_dir, monkeypatch):
+    path, items, _ = clip_dir
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_STEP_ID", "SLURM_PROCID",
+                "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE"):
+        monkeypatch.delenv(var, raising=False)
+    alone = eval_loader(path)
+    assert (alone.rank, alone.world_size) == (0, 1)
+    assert "default" in repr(alone.rank)
+
+    def positions(**kw):
+        loader = eval_loader(path, **kw)
+        return loader, [p for b in loader for p, pad in zip(b.positions.tolist(), b.padding)
+                        if not pad]
+
+    # torchrun's variables, nothing said in the code: each rank its share.
+    served = []
+    for rank in range(2):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        loader, got = positions()
+        assert (loader.rank, loader.world_size) == (rank, 2)
+        assert repr(loader.world_size) == "2 (from RANK/WORLD_SIZE)"
+        served += got
+    assert sorted(served) == list(range(len(items))), "each position once over the ranks"
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+
+    # srun's, for a task of a step (a batch script's own variables are not ranks).
+    monkeypatch.setenv("SLURM_PROCID", "1")
+    monkeypatch.setenv("SLURM_NTASKS", "3")
+    assert eval_loader(path).world_size == 1
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    served = []
+    for rank in range(3):
+        monkeypatch.setenv("SLURM_PROCID", str(rank))
+        loader, got = positions()
+        assert (loader.rank, loader.world_size) == (rank, 3)
+        assert "SLURM_PROCID" in repr(loader.rank)
+        served += got
+    assert sorted(served) == list(range(len(items)))
+
+    # A value given wins; one that contradicts the launcher warns, naming both.
+    with pytest.warns(UserWarning, match="world_size=1 was given, but the launcher"):
+        loader = eval_loader(path, rank=0, world_size=1)
+    assert (loader.world_size, repr(loader.world_size)) == (1, "1 (given)")
+    assert len(loader) * 4 >= len(items)
+
+
+def test_padding_marks_the_repeated_samples(clip_dir):
+    path, items, _ = clip_dir
+    n, world = len(items), 5  # 12 samples on 5 ranks: 3 padding positions
+    served, padded = [], []
+    for rank in range(world):
+        for batch in eval_loader(path, rank=rank, world_size=world, drop_last=False):
+            assert batch.padding.dtype == np.bool_ and batch.padding.shape == (len(batch),)
+            for position, pad in zip(batch.positions.tolist(), batch.padding.tolist()):
+                (padded if pad else served).append(position)
+    assert sorted(served) == list(range(n))
+    assert len(padded) == -n % world and all(p >= n for p in padded)

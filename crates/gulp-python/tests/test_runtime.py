@@ -155,7 +155,7 @@ def test_no_memory_growth_in_the_other_calls(any_dir, tmp_path):
     frame = gd["single"][0][0]
     jpeg = bytes(gd.raw("single")[0])
     calls = [
-        lambda: gd.read("gray-clip", [0], scale="1/2", crop=(0, 0, 8, 8)),
+        lambda: gd.read("gray-clip", [0], dct_scale="1/2", region=(0, 0, 8, 8)),
         lambda: gd.meta("100"), lambda: gd.item("single"), lambda: gd.shapes("single"),
         lambda: gd.frame_count("101"), lambda: "100" in gd,
         lambda: gulp.utils.img_to_jpeg_bytes(frame), lambda: gulp.utils.jpeg_bytes_to_img(jpeg),

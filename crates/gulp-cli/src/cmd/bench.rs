@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use gulp_io::{Codec, Crop, Dct, DecodeOptions, JpegFrame, Scale};
+use gulp_io::{Choice, Codec, Crop, DecodeOptions, JpegFrame, Scale};
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::cli::{BenchArgs, CodecArg, DctArg};
+use crate::cli::BenchArgs;
 
 /// Frames a thread takes at a time.
 const FRAMES_PER_TAKE: usize = 4;
@@ -195,55 +195,62 @@ fn requests() -> u64 {
     0
 }
 
-/// `gulp bench --loader`: batches of clips, as a training loop takes them.
-/// The clip loader's options of `gulp bench --loader` (no I/O).
-fn loader_options(args: &BenchArgs, how: &Decode) -> Result<gulp_loader::LoaderOptions> {
-    use gulp_loader::{CropMode, LoaderOptions, Order, Sampling, Spatial};
+/// The clip loader's options of `gulp bench --loader` (no I/O): the
+/// command line's values, which default to `LoaderOptions::default()`'s,
+/// and the ranks from the launcher, as `gulp.ClipLoader(DIR)` takes them.
+fn loader_options(args: &BenchArgs, how: &Decode) -> gulp_loader::LoaderOptions {
+    use gulp_loader::{LoaderOptions, Order, Ranks, Shuffle, Spatial};
     let c = &args.clips;
-    let sampling = Sampling::parse(&c.sampling).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--sampling must be window, segments, uniform or dense, not {:?}",
-            c.sampling
-        )
-    })?;
-    let crop = CropMode::parse(&c.crop_mode).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--crop-mode must be random, center, random_resized, three or none, not {:?}",
-            c.crop_mode
-        )
-    })?;
-    let (w, h) = c.size;
-    Ok(LoaderOptions {
+    let mut crop = c.crop;
+    if let Some(mode) = c.crop_mode {
+        super::deprecated("--crop-mode MODE", "--crop MODE");
+        crop = mode;
+    }
+    let mut flip = c.flip;
+    if c.no_flip {
+        super::deprecated("--no-flip", "--flip false");
+        flip = false;
+    }
+    let mut shuffle = c.shuffle;
+    if let Some(n) = c.shuffle_chunks {
+        super::deprecated("--shuffle-chunks N", "--shuffle chunks --chunk-window N");
+        shuffle = Shuffle::Chunks { window: n.get() };
+    }
+    if let (Shuffle::Chunks { window }, Some(n)) = (&mut shuffle, c.chunk_window) {
+        *window = n.get();
+    }
+    let defaults = LoaderOptions::default();
+    LoaderOptions {
         frames: c.frames,
-        sampling,
+        sampling: c.sampling,
         step: c.step,
         spatial: Spatial {
-            resize: (c.resize > 0).then_some(c.resize),
-            size: Some((h, w)),
+            resize: c.resize,
+            size: Some(c.size),
             crop,
-            flip: !c.no_flip,
+            flip,
         },
         batch_size: c.batch_size,
         order: Order {
             seed: c.seed,
-            chunk_window: c
-                .shuffle_chunks
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            ..Order::default()
+            shuffle,
+            drop_last: c.drop_last,
+            ..defaults.order
         },
         open: super::directory_options(),
-        threads: args.threads.map_or(0, usize::from),
-        on_error: gulp_loader::OnError::Skip,
+        threads: args.threads.map(usize::from),
         decode: how.options,
-        ..LoaderOptions::default()
-    })
+        ..defaults
+    }
+    .with_ranks(&Ranks::from_env())
 }
 
 fn run_loader(args: &BenchArgs) -> Result<Outcome> {
     let c = &args.clips;
     let how = Decode::from_args(args)?;
-    let options = loader_options(args, &how)?;
-    let (sampling, (w, h)) = (options.sampling, c.size);
+    let options = loader_options(args, &how);
+    let (sampling, (h, w)) = (options.sampling, c.size);
+    let options_crop = options.spatial.crop.name();
     let mut loader = gulp_loader::Loader::open(&args.dir, options)?;
     let threads = loader.threads();
     let bar = super::progress("batches");
@@ -282,9 +289,9 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
         },
         frames: c.frames,
         sampling: sampling.name().into(),
-        resize: (c.resize > 0).then_some(c.resize),
-        size: format!("{w}x{h}"),
-        crop: c.crop_mode.clone(),
+        resize: c.resize,
+        size: format!("{h},{w}"),
+        crop: options_crop.into(),
         batch_size: c.batch_size,
         epochs: c.epochs,
         batches,
@@ -355,27 +362,26 @@ impl Decode {
     fn from_args(args: &BenchArgs) -> Result<Decode> {
         let codec = match args.codec {
             None => Codec::default(),
-            Some(CodecArg::Turbo) if !cfg!(feature = "turbojpeg") => {
+            Some(Codec::LibjpegTurbo) if !cfg!(feature = "turbojpeg") => {
                 bail!("this build of gulp has no libjpeg-turbo (cargo feature `turbojpeg`)")
             }
-            Some(CodecArg::Turbo) => Codec::LibjpegTurbo,
-            Some(CodecArg::Zune) => Codec::Zune,
+            Some(codec) => codec,
         };
-        let scale = args.scale.unwrap_or_default();
+        if args.scale.is_some() {
+            super::deprecated("--scale N/D", "--dct-scale N/D");
+        }
+        let scale = args.dct_scale.or(args.scale).unwrap_or_default();
         if codec == Codec::Zune && !matches!(scale, Scale::Full | Scale::Eighths(8)) {
-            bail!("--scale needs libjpeg-turbo (zune-jpeg decodes at full size)");
+            bail!("--dct-scale needs libjpeg-turbo (zune-jpeg decodes at full size)");
         }
         Ok(Decode {
             options: DecodeOptions {
                 codec,
                 scale,
-                dct: match args.dct {
-                    DctArg::Fast => Dct::Fast,
-                    DctArg::Accurate => Dct::Accurate,
-                },
+                dct: args.dct,
                 ..DecodeOptions::default()
             },
-            crop: args.crop,
+            crop: args.region,
         })
     }
 
@@ -484,26 +490,67 @@ mod tests {
             "d",
             "--loader",
             "--size",
-            "160x112",
-            "--crop-mode",
+            "112,160",
+            "--crop",
             "three",
             "--resize",
-            "0",
+            "none",
             "--sampling",
             "uniform",
             "--threads",
             "3",
+            "--shuffle",
+            "chunks",
+            "--chunk-window",
+            "6",
         ]);
         let how = Decode::from_args(&args).expect("decode options");
-        let o = loader_options(&args, &how).expect("options");
-        // --size is WxH; the loader's size is (H, W).
+        let o = loader_options(&args, &how);
+        // --size is H,W, as the loader's size and Python's size=(H, W).
         assert_eq!(o.spatial.size, Some((112, 160)));
         assert_eq!(o.spatial.resize, None);
         assert_eq!(o.spatial.crop, gulp_loader::CropMode::Three);
         assert_eq!(o.sampling, gulp_loader::Sampling::Uniform);
-        assert_eq!((o.threads, o.on_error), (3, gulp_loader::OnError::Skip));
-        let bad = bench_args(&["gulp", "bench", "d", "--loader", "--crop-mode", "diagonal"]);
-        let err = loader_options(&bad, &how).expect_err("unknown crop");
-        assert!(err.to_string().contains("--crop-mode"), "{err}");
+        assert_eq!(o.threads, Some(3));
+        assert_eq!(o.order.shuffle, gulp_loader::Shuffle::Chunks { window: 6 });
+        let err = Cli::try_parse_from(["gulp", "bench", "d", "--loader", "--crop", "diagonal"])
+            .expect_err("unknown crop");
+        // The names come from the loader's one list.
+        for name in <gulp_loader::CropMode as gulp_io::Choice>::NAMES {
+            assert!(err.to_string().contains(&format!("'{name}'")), "{err}");
+        }
+    }
+
+    #[test]
+    fn no_options_are_the_loaders_defaults() {
+        let args = bench_args(&["gulp", "bench", "d", "--loader"]);
+        let how = Decode::from_args(&args).expect("decode options");
+        let ranks = gulp_loader::Ranks::from_env();
+        let expected = gulp_loader::LoaderOptions {
+            open: crate::cmd::directory_options(),
+            ..gulp_loader::LoaderOptions::default()
+        }
+        .with_ranks(&ranks);
+        assert_eq!(loader_options(&args, &how), expected);
+    }
+
+    #[test]
+    fn old_spellings_still_work() {
+        let args = bench_args(&[
+            "gulp",
+            "bench",
+            "d",
+            "--loader",
+            "--crop-mode",
+            "center",
+            "--no-flip",
+            "--shuffle-chunks",
+            "3",
+        ]);
+        let how = Decode::from_args(&args).expect("decode options");
+        let o = loader_options(&args, &how);
+        assert_eq!(o.spatial.crop, gulp_loader::CropMode::Center);
+        assert!(!o.spatial.flip);
+        assert_eq!(o.order.shuffle, gulp_loader::Shuffle::Chunks { window: 3 });
     }
 }

@@ -11,7 +11,7 @@ use crate::cli::{ExtractArgs, ImageFormatArg};
 
 pub fn run(args: &ExtractArgs) -> Result<Outcome> {
     // A bad selection is reported before anything is opened or written.
-    let selection = Selection::parse(&args.frames)?;
+    let selection = Selection::parse(&super::selection(&args.select, &args.frames))?;
     let gulp = super::open_dir(&args.dir)?;
     let threads = super::threads(None);
     let mut out = super::stdout();

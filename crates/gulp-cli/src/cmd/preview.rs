@@ -31,13 +31,14 @@ pub const COLUMNS: u32 = 8;
 const FRAME_MS: u32 = 125;
 
 pub fn run(args: &PreviewArgs) -> Result<Outcome> {
-    let selection = Selection::parse(&args.frames)?;
+    let text = super::selection(&args.select, &args.frames);
+    let selection = Selection::parse(&text)?;
     let gulp = super::open_dir(&args.dir)?;
     let id = &args.id;
     let reader = gulp.reader_for(id)?;
     let indices = super::frame_indices(reader, id, &selection)?;
     if indices.is_empty() {
-        bail!("id {id:?}: the selection {:?} has no frames", args.frames);
+        bail!("id {id:?}: the selection {text:?} has no frames");
     }
     let label = label_of(gulp.meta_data(id)?);
     let options = DecodeOptions {

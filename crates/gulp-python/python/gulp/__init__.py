@@ -11,7 +11,7 @@ clip loader; docs/benchmarks.md has the figures)::
     gd = gulp.GulpDirectory("/data/something-something")
     frames, meta = gd["12345"]            # list of H×W×3 uint8 arrays, dict
     frames, meta = gd["12345", ::2]       # gulpio2's selectors
-    small = gd.read("12345", scale="1/2")  # DCT-domain downscaling
+    small = gd.read("12345", dct_scale="1/2")  # DCT-domain downscaling
     jpegs = gd.raw("12345")               # zero-copy memoryviews of the map (bytes on s3://)
 
 ``gulp.fileio``, ``gulp.utils`` and ``gulp.adapters`` carry gulpio2's names;

@@ -28,6 +28,8 @@ __all__ = [
     "recover",
     "read_labels",
     "read_ids",
+    "loader_defaults",
+    "option_names",
     "cli_main",
 ]
 
@@ -67,8 +69,9 @@ class Directory:
         sel: _Selection = None,
         *,
         color: Optional[str] = None,
-        scale: Optional[_Scale] = None,
-        crop: Optional[_Crop] = None,
+        dct_scale: Optional[_Scale] = None,
+        min_size: Optional[Tuple[int, int]] = None,
+        region: Optional[_Crop] = None,
         dct: Optional[str] = None,
         upsampling: Optional[str] = None,
         strict: bool = True,
@@ -110,6 +113,7 @@ _BatchParts = Tuple[
     npt.NDArray[np.int64],  # positions [B]
     npt.NDArray[np.int64],  # sources [B]
     npt.NDArray[np.int64],  # segments [B, 2]
+    npt.NDArray[np.bool_],  # padding [B]
 ]
 
 class _Source(Protocol):
@@ -158,40 +162,42 @@ class Loader:
         step: int,
         clips: int,
         resize: Optional[int],
-        size: Optional[Tuple[int, int]],
-        crop: str,
+        size: Union[None, int, Tuple[int, int]],
+        crop: Optional[str],
         scale: Tuple[float, float],
         ratio: Tuple[float, float],
         flip: bool,
         batch_size: int,
-        shuffle: bool,
+        shuffle: Union[bool, str],
+        chunk_window: Optional[int],
         seed: int,
         drop_last: bool,
-        rank: int,
-        world_size: int,
-        train: bool,
-        threads: int,
+        rank: Optional[int],
+        world_size: Optional[int],
+        local_world_size: Optional[int],
+        torch_ranks: Optional[Tuple[int, int]],
+        train: Optional[bool],
+        threads: Optional[int],
         prefetch: int,
         on_error: str,
         label_key: str,
-        label_index: Optional[Sequence[Tuple[str, int]]],
-        dct: Optional[str],
+        labels: Optional[Sequence[Tuple[str, int]]],
+        dct: str,
         codec: Optional[str],
         strict: bool,
-        local_world_size: int = 0,
-        sampler: str = "uniform",
-        samples_per_epoch: Optional[int] = None,
-        target: str = "label",
-        target_keys: Sequence[str] = ...,
-        num_classes: int = 0,
-        target_fn: Optional[Callable[[Any], Any]] = None,
-        on_missing: str = "raise",
-        segments: Optional[_Segments] = None,
-        shared_labels: bool = False,
-        chunk_window: Optional[int] = None,
-        cache_dir: Union[None, bool, _Path] = None,
-        cache_limit: Union[None, int, str] = None,
+        sampler: str,
+        samples_per_epoch: Optional[int],
+        target: Union[None, str, Sequence[str], Callable[[Any], Any]],
+        target_type: Optional[str],
+        num_classes: Optional[int],
+        on_missing: str,
+        segments: Optional[_Segments],
+        shared_labels: bool,
+        cache_dir: Union[None, bool, _Path],
+        cache_limit: Union[None, int, str],
     ) -> Loader: ...
+    @property
+    def ranks(self) -> tuple[int, int, int, str, str]: ...
     def __len__(self) -> int: ...
     @property
     def samples(self) -> int: ...
@@ -223,8 +229,9 @@ def decode_jpeg(
     data: bytes,
     *,
     color: Optional[str] = None,
-    scale: Optional[_Scale] = None,
-    crop: Optional[_Crop] = None,
+    dct_scale: Optional[_Scale] = None,
+    min_size: Optional[Tuple[int, int]] = None,
+    region: Optional[_Crop] = None,
     dct: Optional[str] = None,
     upsampling: Optional[str] = None,
     strict: bool = True,
@@ -264,4 +271,6 @@ def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> s
 def recover(path: _Path) -> list[str]: ...
 def read_labels(path: _Path) -> Optional[list[tuple[str, int]]]: ...
 def read_ids(path: _Path) -> list[str]: ...
+def loader_defaults(kind: str) -> dict[str, Any]: ...
+def option_names() -> dict[str, list[str]]: ...
 def cli_main(argv: Sequence[str]) -> int: ...

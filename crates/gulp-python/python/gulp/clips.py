@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional,
                     Sequence, Tuple, Union, cast)
 
@@ -42,7 +43,7 @@ from .errors import InvalidInputError
 if TYPE_CHECKING:
     from ._gulp import _Path
 
-__all__ = ["ClipLoader", "ImageLoader", "Batch", "Source", "Segments"]
+__all__ = ["ClipLoader", "ImageLoader", "Batch", "Source", "Segments", "Rank"]
 
 #: A predicate on an item's meta (``meta_data[0]``, a dict), for ``where=``.
 Where = Callable[[Any], Any]
@@ -159,8 +160,6 @@ class Segments:
     def __init__(self, key: str = "segments", *, start: str = "start", end: str = "end",
                  pair: Optional[str] = None, unit: str = "frames",
                  fps: Optional[float] = None) -> None:
-        if unit not in ("frames", "seconds"):
-            raise InvalidInputError(f"unit must be 'frames' or 'seconds', not {unit!r}")
         self.key, self.start, self.end, self.pair = str(key), str(start), str(end), pair
         self.unit = unit
         self.fps = None if fps is None else float(fps)
@@ -176,44 +175,30 @@ class Segments:
         return f"Segments({self.key!r}, {bounds}, unit={self.unit!r})"
 
 
-#: ``target_type`` → the native target for one key and for several.
-_TARGETS = {"class": ("key", "keys"), "float": ("float", "floats"),
-            "multi_hot": ("multi_hot", None)}
+def _torch_ranks() -> Optional[Tuple[int, int]]:
+    """``(rank, world_size)`` of an initialised ``torch.distributed`` process
+    group, if torch is already imported (gulp never imports it itself)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return int(dist.get_rank()), int(dist.get_world_size())
 
 
-def _target(target: Any, target_type: Optional[str], num_classes: Optional[int]
-            ) -> Tuple[str, list[str], int, Optional[Callable[[Any], Any]]]:
-    """The native form of ``target=``: its kind, keys, classes, function."""
-    if target is None:
-        if target_type is not None or num_classes is not None:
-            raise InvalidInputError("target_type and num_classes need a target")
-        return "label", [], 0, None
-    if callable(target):
-        if target_type is not None or num_classes is not None:
-            raise InvalidInputError("a target function sets its own dtype and shape: "
-                                    "no target_type or num_classes with it")
-        return "computed", [], 0, target
-    if target_type is None:
-        target_type = "class" if num_classes is None else "multi_hot"
-    if target_type not in _TARGETS:
-        raise InvalidInputError(
-            f"target_type must be 'class', 'float' or 'multi_hot', not {target_type!r}")
-    one, several = _TARGETS[target_type]
-    if target_type == "multi_hot" and not num_classes:
-        raise InvalidInputError("a multi-hot target needs num_classes")
-    if target_type != "multi_hot" and num_classes is not None:
-        raise InvalidInputError("num_classes is for a multi-hot target")
-    if isinstance(target, str):
-        return one, [target], num_classes or 0, None
-    keys = [str(k) for k in target]
-    if not keys:
-        raise InvalidInputError("target= needs at least one key")
-    if several is None:
-        raise InvalidInputError(f"a {target_type} target takes one key, not {target!r}")
-    return several, keys, 0, None
+class Rank(int):
+    """A rank or world size (an ``int``) that says where it came from:
+    ``given``, ``from torch.distributed``, ``from RANK/WORLD_SIZE``
+    (torchrun, Lightning, accelerate), ``from SLURM_PROCID/SLURM_NTASKS``
+    (srun), or the default of a process without a launcher."""
 
+    source: str
 
-_CROPS = ("random", "center", "centre", "random_resized", "three", "none")
+    def __new__(cls, value: int, source: str) -> "Rank":
+        rank = super().__new__(cls, value)
+        rank.source = source
+        return rank
+
+    def __repr__(self) -> str:
+        return f"{int(self)} ({self.source})"
 
 
 class Batch:
@@ -244,12 +229,16 @@ class Batch:
         positions: ``int64`` array ``[B]``: the position of each clip's item
             in the epoch's global order (before the split between ranks);
             over all ranks, each position of an epoch is served once.
+        padding: ``bool`` array ``[B]``: the clips that repeat a sample to
+            give every rank the same number (``drop_last=False`` only, in
+            the last batches of an epoch): leave them out of evaluation
+            metrics, e.g. ``correct[~batch.padding].sum()``.
 
     ``x, y = batch`` unpacks to ``(frames, targets)``.
     """
 
     __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch",
-                 "positions", "targets", "sources", "segments")
+                 "positions", "targets", "sources", "segments", "padding")
 
     frames: npt.NDArray[np.uint8]
     labels: npt.NDArray[Any]
@@ -263,12 +252,13 @@ class Batch:
     index: int
     epoch: int
     positions: npt.NDArray[np.int64]
+    padding: npt.NDArray[np.bool_]
 
     def __init__(self, frames: npt.NDArray[np.uint8], targets: npt.NDArray[Any],
                  ids: list[str], indices: npt.NDArray[np.int64], views: npt.NDArray[np.int64],
                  skipped: list[tuple[str, str]], index: int, epoch: int,
                  positions: npt.NDArray[np.int64], sources: npt.NDArray[np.int64],
-                 segments: npt.NDArray[np.int64]) -> None:
+                 segments: npt.NDArray[np.int64], padding: npt.NDArray[np.bool_]) -> None:
         self.frames = frames
         self.targets = targets
         self.labels = targets
@@ -281,6 +271,7 @@ class Batch:
         self.index = index
         self.epoch = epoch
         self.positions = positions
+        self.padding = padding
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -293,22 +284,17 @@ class Batch:
         return f"Batch(epoch={self.epoch}, index={self.index}, frames={shape}, ids={len(self.ids)})"
 
 
-def _size(size: Union[None, int, Tuple[int, int]]) -> Optional[Tuple[int, int]]:
-    if size is None:
-        return None
-    if isinstance(size, int):
-        return (size, size)
-    h, w = size
-    return (int(h), int(w))
-
-
 class ClipLoader:
     """Batches of clips from the gulp directory ``path`` (or from several:
     a list of paths and :class:`Source` objects).
 
+    Every option with named values lists its names below, from the one
+    list gulp's Rust core keeps (``gulp bench --loader --help`` shows the
+    same); the defaults are those of ``LoaderOptions::default()``.
+
     Sampling (the frames of a clip, from an item of ``n`` frames):
         ``frames``: frames per clip (``T``; 1 for images).
-        ``sampling``: ``"window"`` (GulpIO's: ``frames`` frames ``step`` apart
+        ``sampling`` (one of {sampling}): ``"window"`` (GulpIO's: ``frames`` frames ``step`` apart
         at a random offset when training, centred otherwise), ``"segments"``
         (TSN: one frame per equal segment, random within it when training,
         its centre otherwise), ``"uniform"`` (evenly spaced from the first
@@ -321,14 +307,15 @@ class ClipLoader:
     Spatial transforms, one draw per clip:
         ``resize``: the short edge after resizing (``None`` keeps the stored
         size). ``size``: the output, ``int`` (square) or ``(h, w)``.
-        ``crop``: ``"random"``, ``"center"``, ``"random_resized"``
+        ``crop`` (one of {crop}): ``"random"``, ``"center"``, ``"random_resized"``
         (torchvision's, with ``scale`` and ``ratio``), ``"three"`` (three
         crops along the long side: three samples per clip) or ``"none"`` (the
         whole frame, resampled to ``size`` if given). ``flip``: mirror half
         of the clips (training only).
 
     Order:
-        ``shuffle`` and ``seed``: a new permutation per epoch, fixed by
+        ``shuffle`` (``True``, ``False`` or one of {shuffle}; ``True`` is
+        ``"items"``, ``False`` ``"none"``) and ``seed``: a new permutation per epoch, fixed by
         ``(seed, epoch)``; every random draw is fixed by the seed, the epoch
         and the clip's place, so the thread count changes nothing.
         ``shuffle="chunks"``: a block shuffle for data read from a bucket
@@ -338,8 +325,17 @@ class ClipLoader:
         is fetched about once per epoch (batches then mix fewer classes;
         see docs/loader.md, "Shuffling by chunks").
         ``rank`` / ``world_size``: this process's share, split as PyTorch's
-        ``DistributedSampler`` splits it. ``drop_last``: drop the tail that
-        does not divide among the ranks and the last incomplete batch.
+        ``DistributedSampler`` splits it. By default (``None``) they come
+        from the launcher: an initialised ``torch.distributed``, else
+        ``RANK``/``WORLD_SIZE`` (torchrun, Lightning, accelerate), else the
+        ``SLURM_PROCID``/``SLURM_NTASKS`` of a task started by ``srun``,
+        else 0 of 1; a value given that contradicts the launcher is kept,
+        with a warning that names both. ``loader.rank`` and
+        ``loader.world_size`` say what was chosen and from where.
+        ``drop_last``: drop the tail that does not divide among the ranks
+        and the last incomplete batch; with ``drop_last=False`` the ranks'
+        shares are padded with repeated samples, marked in
+        ``batch.padding`` (an exact evaluation leaves them out).
         ``train``: random placement, crops and flips (default: ``shuffle``).
 
     Running:
@@ -349,11 +345,12 @@ class ClipLoader:
         node, ahead of the batches that need it, and released after its
         last use; see docs/object-storage.md.
         ``threads``: decoding threads (``None``: the cores divided among the
-        ranks of this node: ``local_world_size``, else torchrun's
-        ``LOCAL_WORLD_SIZE`` or srun's ``SLURM_NTASKS_PER_NODE``, else 1; so
-        8 ranks on a 64-core node decode on 8 threads each).
+        ranks of this node: ``local_world_size``, by default from the
+        launcher as the ranks are: torchrun's ``LOCAL_WORLD_SIZE`` or
+        srun's ``SLURM_NTASKS_PER_NODE``, else 1; so 8 ranks on a 64-core
+        node decode on 8 threads each).
         ``prefetch``: batches decoded ahead per thread (memory stays at
-        ``threads * prefetch`` batches). ``on_error``: ``"raise"`` (a
+        ``threads * prefetch`` batches). ``on_error`` (one of {on_error}): ``"raise"`` (a
         ``gulp.DecodeError`` naming the id, frame and byte offset) or
         ``"skip"`` (the clip is left out of its batch and counted in
         ``skipped``).
@@ -368,15 +365,16 @@ class ClipLoader:
     batch; see docs/loader.md):
         ``ids``, ``where``, ``weights``: a :class:`Source`'s, for every
         source that does not set its own (``ids`` with one source only).
-        ``sampler``: ``"uniform"`` or ``"balanced"`` (each class equally
+        ``sampler`` (one of {sampler}): ``"uniform"`` or ``"balanced"`` (each class equally
         often per epoch, ±1; small classes repeated). ``samples_per_epoch``:
         the epoch's size, whatever the data's.
         ``target``: a key (``int64 [B]``), several keys (``int64 [B, K]``),
         a key holding a list of classes with ``num_classes`` (multi-hot
         ``float32 [B, num_classes]``), a key with ``target_type="float"``
+        (``target_type``: one of {target_type})
         (``float32 [B]``; several: ``[B, K]``), or a function of the meta
         returning a number or an array (``int64`` or ``float32 [B, ...]``;
-        ``None`` when missing). ``on_missing``: ``"raise"`` (an error naming
+        ``None`` when missing). ``on_missing`` (one of {on_missing}): ``"raise"`` (an error naming
         the directory, the item and the key) or ``"skip"`` (the sample is
         left out and counted in ``missing``).
         ``segments``: a meta key (or a :class:`Segments`): its list of
@@ -389,8 +387,8 @@ class ClipLoader:
                  resize: Optional[int] = 128, size: Union[None, int, Tuple[int, int]] = 112,
                  crop: Optional[str] = "random", flip: bool = True, batch_size: int = 8,
                  shuffle: Union[bool, str] = True, seed: int = 0, drop_last: bool = True,
-                 rank: int = 0, world_size: int = 1, threads: Optional[int] = None,
-                 prefetch: int = 2, *,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 threads: Optional[int] = None, prefetch: int = 2, *,
                  clips: int = 1, train: Optional[bool] = None,
                  scale: Tuple[float, float] = (0.08, 1.0),
                  ratio: Tuple[float, float] = (3 / 4, 4 / 3), on_error: str = "raise",
@@ -405,49 +403,31 @@ class ClipLoader:
                  shared_labels: bool = False, chunk_window: Optional[int] = None,
                  cache_dir: Union[None, bool, _Path] = None,
                  cache_limit: Union[None, int, str] = None) -> None:
-        by_chunks = shuffle == "chunks"
-        if isinstance(shuffle, str) and not by_chunks:
-            raise InvalidInputError(f"shuffle is True, False or 'chunks', not {shuffle!r}")
-        if chunk_window is not None and not by_chunks:
-            raise InvalidInputError("chunk_window goes with shuffle='chunks'")
-        if chunk_window is not None and chunk_window < 1:
-            raise InvalidInputError(f"chunk_window must be at least 1, not {chunk_window}")
-        if crop is None:
-            crop = "none"
-        if crop not in _CROPS:
-            raise InvalidInputError(
-                f"crop must be one of {', '.join(map(repr, _CROPS))}, not {crop!r}")
-        if threads is not None and threads < 1:
-            raise InvalidInputError(
-                f"threads must be at least 1 (or None for the node's cores per rank), not {threads}")
-        if local_world_size is not None and local_world_size < 1:
-            raise InvalidInputError(f"local_world_size must be at least 1, not {local_world_size}")
         sources = _sources(path, ids, where, weights)
-        kind, keys, classes, function = _target(target, target_type, num_classes)
         if isinstance(segments, str):
             segments = Segments(segments)
         self.path = sources[0].path
         self.skipped = 0
         self._native = _gulp.Loader(
             sources, frames=frames, sampling=sampling, step=step, clips=clips,
-            resize=resize, size=_size(size), crop=crop,
+            resize=resize, size=size, crop=crop,
             # tuple(): a list is accepted too.
             scale=cast("Tuple[float, float]", tuple(scale)),
             ratio=cast("Tuple[float, float]", tuple(ratio)),
-            flip=bool(flip), batch_size=batch_size, shuffle=bool(shuffle), seed=seed,
-            drop_last=bool(drop_last), rank=rank, world_size=world_size,
-            train=bool(shuffle) if train is None else bool(train),
-            chunk_window=(4 if chunk_window is None else int(chunk_window)) if by_chunks else None,
-            cache_dir=cache_dir, cache_limit=cache_limit,
-            threads=0 if threads is None else threads, prefetch=prefetch,
-            on_error=on_error, label_key=label_key,
-            label_index=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
-            dct=dct, codec=codec, strict=strict,
-            local_world_size=0 if local_world_size is None else local_world_size,
-            sampler=sampler, samples_per_epoch=samples_per_epoch, target=kind,
-            target_keys=keys, num_classes=classes, target_fn=function, on_missing=on_missing,
-            segments=segments, shared_labels=bool(shared_labels),
+            flip=bool(flip), batch_size=batch_size, shuffle=shuffle, chunk_window=chunk_window,
+            seed=seed, drop_last=bool(drop_last), rank=rank, world_size=world_size,
+            local_world_size=local_world_size, torch_ranks=_torch_ranks(), train=train,
+            threads=threads, prefetch=prefetch, on_error=on_error, label_key=label_key,
+            labels=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
+            dct=dct, codec=codec, strict=strict, sampler=sampler,
+            samples_per_epoch=samples_per_epoch, target=target, target_type=target_type,
+            num_classes=num_classes, on_missing=on_missing, segments=segments,
+            shared_labels=bool(shared_labels), cache_dir=cache_dir, cache_limit=cache_limit,
         )
+        rank_, world, local, source, local_source = self._native.ranks
+        self.rank = Rank(rank_, source)
+        self.world_size = Rank(world, source)
+        self.local_world_size = Rank(local, local_source)
 
     def __len__(self) -> int:
         """Batches per epoch of this rank."""
@@ -527,7 +507,8 @@ class ClipLoader:
 
     def __repr__(self) -> str:
         return (f"ClipLoader({self.path!r}, {self.items} items, {len(self)} batches, "
-                f"epoch {self.epoch}, {self.threads} threads)")
+                f"epoch {self.epoch}, rank {self.rank!r} of {self.world_size!r}, "
+                f"{self.threads} threads)")
 
 
 def _sources(path: Union[_Path, Source, Sequence[Union[_Path, Source]]], ids: Optional[Ids],
@@ -581,7 +562,8 @@ class ImageLoader(ClipLoader):
                  resize: Optional[int] = None, crop: Optional[str] = "random_resized",
                  flip: bool = True, batch_size: int = 64, shuffle: Union[bool, str] = True,
                  seed: int = 0,
-                 drop_last: bool = True, rank: int = 0, world_size: int = 1,
+                 drop_last: bool = True, rank: Optional[int] = None,
+                 world_size: Optional[int] = None,
                  threads: Optional[int] = None, prefetch: int = 2, *,
                  frame: Union[str, int] = "middle", train: Optional[bool] = None,
                  scale: Tuple[float, float] = (0.08, 1.0),
@@ -616,4 +598,18 @@ class ImageLoader(ClipLoader):
 
     def __repr__(self) -> str:
         return (f"ImageLoader({self.path!r}, {self.items} items, {len(self)} batches, "
-                f"epoch {self.epoch}, {self.threads} threads)")
+                f"epoch {self.epoch}, rank {self.rank!r} of {self.world_size!r}, "
+                f"{self.threads} threads)")
+
+
+def _with_names(doc: Optional[str]) -> Optional[str]:
+    """``doc`` with each ``{option}`` replaced by the names of its values,
+    from the Rust core's one list of each."""
+    if doc is None:
+        return None
+    for option, names in _gulp.option_names().items():
+        doc = doc.replace("{%s}" % option, ", ".join(repr(n) for n in names))
+    return doc
+
+
+ClipLoader.__doc__ = _with_names(ClipLoader.__doc__)

@@ -264,38 +264,54 @@ class GulpDirectory:
     # What gulpio2 lacks.
 
     def read(self, id_: object, frames: _Selection = None, *, color: Optional[str] = None,
-             scale: Optional[_Scale] = None, crop: Optional[Tuple[int, int, int, int]] = None,
+             dct_scale: Optional[_Scale] = None,
+             region: Optional[Tuple[int, int, int, int]] = None,
              dct: Optional[str] = None, upsampling: Optional[str] = None, strict: bool = True,
-             codec: Optional[str] = None,
-             min_size: Optional[Tuple[int, int]] = None) -> list[npt.NDArray[np.uint8]]:
+             codec: Optional[str] = None, min_size: Optional[Tuple[int, int]] = None,
+             scale: Optional[_Scale] = None,
+             crop: Optional[Tuple[int, int, int, int]] = None) -> list[npt.NDArray[np.uint8]]:
         """Frames of ``id_`` decoded with options, GIL released.
 
         ``frames``: ``None`` (all), a slice or a list of indices. ``color``:
-        'auto' (as stored), 'rgb' or 'gray'. ``scale``: DCT-domain scaling,
-        a fraction '1/2' (n/8) or an int (the least short edge).
+        'auto' (as stored), 'rgb' or 'gray'. ``dct_scale``: DCT-domain
+        scaling, a fraction '1/2' (n/8) or an int (the least short edge).
         ``min_size``: ``(height, width)``, the least size to scale to (the
         ``(H, W)`` order of every size in gulp's Python API, as numpy shapes
-        and ``ClipLoader(size=...)``; ``scale=(width, height)`` still works
-        but is deprecated). ``crop``: ``(x, y, width, height)`` of the scaled
-        frame, a box as Pillow gives one; only the rows and columns it needs
-        are decoded. ``dct``: 'fast' (gulpio2's) or 'accurate'.
-        ``upsampling``: 'fast' or 'smooth'. ``strict=False`` returns the
-        decoder's best image of a damaged frame instead of raising
-        ``DecodeError``.
+        and ``ClipLoader(size=...)``). ``region``: ``(x, y, width, height)``
+        of the scaled frame, a box as Pillow gives one; only the rows and
+        columns it needs are decoded. ``dct``: 'fast' (gulpio2's) or
+        'accurate'. ``upsampling``: 'fast' or 'smooth'. ``strict=False``
+        returns the decoder's best image of a damaged frame instead of
+        raising ``DecodeError``.
+
+        ``scale=`` and ``crop=`` are the old names of ``dct_scale=`` and
+        ``region=`` (deprecated: in ``ClipLoader`` ``scale`` is
+        RandomResizedCrop's area range and ``crop`` the crop mode).
         """
-        if isinstance(scale, tuple):
-            warnings.warn(
-                "read(scale=(width, height)) is deprecated: give min_size=(height, width), "
-                "the (H, W) order of every size in gulp's Python API",
-                DeprecationWarning, stacklevel=2)
+        if scale is not None:
+            if dct_scale is not None:
+                raise InvalidInputError("give dct_scale, not scale too")
+            warnings.warn("read(scale=...) is deprecated: give dct_scale= (or min_size=(H, W))",
+                          DeprecationWarning, stacklevel=2)
+            if isinstance(scale, tuple):
+                if min_size is not None:
+                    raise InvalidInputError("give dct_scale or min_size, not both")
+                width, height = scale
+                min_size = (int(height), int(width))
+            else:
+                dct_scale = scale
+        if crop is not None:
+            if region is not None:
+                raise InvalidInputError("give region, not crop too")
+            warnings.warn("read(crop=...) is deprecated: give region=(x, y, width, height)",
+                          DeprecationWarning, stacklevel=2)
+            region = crop
         if min_size is not None:
-            if scale is not None:
-                raise InvalidInputError("give scale or min_size, not both")
-            height, width = min_size
-            scale = (int(width), int(height))
+            if dct_scale is not None:
+                raise InvalidInputError("give dct_scale or min_size, not both")
         return self._native.read(
-            str(id_), frames, color=color, scale=scale, crop=crop, dct=dct,
-            upsampling=upsampling, strict=strict, codec=codec,
+            str(id_), frames, color=color, dct_scale=dct_scale, min_size=min_size,
+            region=region, dct=dct, upsampling=upsampling, strict=strict, codec=codec,
         )
 
     def raw(self, id_: object, frames: _Selection = None) -> list[Union[memoryview, bytes]]:

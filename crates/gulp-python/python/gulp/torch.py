@@ -1,26 +1,44 @@
-"""PyTorch face of :class:`gulp.ClipLoader`: batches as tensors.
+"""PyTorch face of :class:`gulp.ClipLoader`: batches as tensors, as models take them.
 
 Importable only where ``torch`` is installed (gulp itself does not depend on
 it)::
 
     import gulp.torch
     data = gulp.torch.ClipDataset("/data/ssv2-gulp", frames=8, resize=128, size=112,
-                                  batch_size=8, seed=0)
+                                  batch_size=8, seed=0, channels_first=True,
+                                  device="cuda", dtype=torch.float16,
+                                  mean=(0.45, 0.45, 0.45), std=(0.225, 0.225, 0.225))
     for epoch in range(epochs):
         data.set_epoch(epoch)
-        for frames, labels in data:     # uint8 [B, T, H, W, 3], int64 [B]
-            x = frames.cuda(non_blocking=True).permute(0, 4, 1, 2, 3).float() / 255
+        for frames, labels in data:     # float16 [B, 3, T, H, W] on the GPU, int64 [B]
+            loss = criterion(model(frames), labels)
 
-The tensors share memory with the loader's numpy arrays (``torch.from_dlpack``;
-no copy). The loader decodes on threads of its own: give ``ClipDataset`` to
-``torch.utils.data.DataLoader`` only with ``batch_size=None`` and
-``num_workers=0`` (worker processes would each run the whole epoch), or
-iterate over it directly.
+Each batch is decoded into ``uint8`` by the loader's threads; the tensors
+share memory with its numpy arrays (``torch.from_dlpack``; no copy). With
+``device=``, the ``uint8`` pixels are copied to the device (from page-locked
+memory, without blocking), and the cast to ``dtype``, the scaling to
+``[0, 1]``, the normalisation by ``mean``/``std`` (in that ``[0, 1]``
+scale, torchvision's convention) and the move of the channels are done there,
+where they are cheapest (FFCV's ``ToTensor``/``ToDevice``/``NormalizeImage``,
+DALI's ``crop_mirror_normalize``).
+
+Ranks: under torchrun, Lightning, accelerate or srun the loader takes its
+rank and world size from the launcher (see ``ClipLoader``); the loader is
+made on first use, so a dataset built before the process group is set up
+(Lightning's ``Trainer`` sets it up in ``fit``) still gets the ranks.
+
+Labels of items without one are -1: give ``ignore_index=-1`` to
+``torch.nn.functional.cross_entropy`` to leave them out of the loss.
+
+The loader decodes on threads of its own: give ``ClipDataset`` to
+``torch.utils.data.DataLoader`` (or torchdata's ``StatefulDataLoader``, which
+saves and restores its position with a checkpoint) only with
+``batch_size=None`` and ``num_workers=0``, or iterate over it directly.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import torch as _torch
 import torch.utils.data as _data
@@ -31,73 +49,178 @@ from .errors import GulpRuntimeError
 if TYPE_CHECKING:
     from ._gulp import _Path
 
-#: ``(frames, labels)``: ``uint8 [B, T, H, W, 3]`` and the batch's targets
-#: (``int64 [B]`` labels by default; see ``ClipLoader``'s ``target=``).
+#: ``(frames, labels)``: the pixels (``uint8 [B, T, H, W, 3]`` as decoded, or
+#: as ``channels_first``/``dtype`` ask) and the batch's targets (``int64
+#: [B]`` labels by default; see ``ClipLoader``'s ``target=``).
 _Tensors = Tuple[_torch.Tensor, _torch.Tensor]
 
-__all__ = ["ClipDataset", "ImageDataset", "to_tensors", "tensors"]
+__all__ = ["ClipDataset", "ImageDataset", "Transfer", "to_tensors", "tensors"]
 
 
-def to_tensors(batch: Batch, pin_memory: bool = False) -> _Tensors:
-    """``(frames, labels)`` of a :class:`gulp.Batch` as tensors, without a
-    copy (``pin_memory=True`` copies into page-locked memory for
-    asynchronous transfers to a GPU)."""
+class Transfer:
+    """How a batch's ``uint8`` pixels become a model's input: copied to
+    ``device`` (from page-locked memory, ``non_blocking``), cast to
+    ``dtype`` (a float type: scaled to ``[0, 1]``, then ``(x - mean) / std``
+    per channel when ``mean``/``std`` are given), channels moved before
+    time (``[B, C, T, H, W]``, or ``[B, C, H, W]`` for images) when
+    ``channels_first``. The steps after the copy run on the device."""
+
+    __slots__ = ("device", "dtype", "mean", "std", "channels_first", "pin_memory")
+
+    def __init__(self, device: Union[None, str, _torch.device] = None,
+                 dtype: Optional[_torch.dtype] = None,
+                 mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+                 channels_first: bool = False, pin_memory: bool = False) -> None:
+        if (mean is None) != (std is None):
+            raise ValueError("give mean and std together")
+        if mean is not None and (dtype is None or not dtype.is_floating_point):
+            raise ValueError("mean and std need a float dtype (e.g. dtype=torch.float32)")
+        if dtype is not None and not dtype.is_floating_point and dtype != _torch.uint8:
+            raise ValueError(f"dtype is uint8 or a float type, not {dtype}")
+        self.device = None if device is None else _torch.device(device)
+        self.dtype = dtype
+        self.mean = None if mean is None else tuple(float(m) for m in mean)
+        self.std = None if std is None else tuple(float(s) for s in std)
+        self.channels_first = bool(channels_first)
+        # A copy to a GPU is asynchronous only from page-locked memory.
+        self.pin_memory = bool(pin_memory) or (self.device is not None
+                                               and self.device.type == "cuda")
+
+    def frames(self, pixels: _torch.Tensor) -> _torch.Tensor:
+        """The model's input from ``uint8 [..., H, W, 3]`` pixels."""
+        x = pixels
+        if self.pin_memory:
+            x = x.pin_memory()
+        if self.device is not None:
+            x = x.to(self.device, non_blocking=True)
+        if self.channels_first:
+            # [B, T, H, W, C] -> [B, C, T, H, W]; [B, H, W, C] -> [B, C, H, W].
+            x = x.movedim(-1, 1)
+        if self.dtype is not None and self.dtype.is_floating_point:
+            x = x.to(self.dtype).div_(255)
+            if self.mean is not None and self.std is not None:
+                channel = 1 if self.channels_first else x.dim() - 1
+                shape = [1] * x.dim()
+                shape[channel] = len(self.mean)
+                mean = _torch.tensor(self.mean, dtype=self.dtype, device=x.device).view(shape)
+                std = _torch.tensor(self.std, dtype=self.dtype, device=x.device).view(shape)
+                x = x.sub_(mean).div_(std)
+        return x.contiguous() if self.channels_first else x
+
+    def labels(self, labels: _torch.Tensor) -> _torch.Tensor:
+        """The targets on the device."""
+        if self.pin_memory:
+            labels = labels.pin_memory()
+        if self.device is not None:
+            labels = labels.to(self.device, non_blocking=True)
+        return labels
+
+
+def to_tensors(batch: Batch, pin_memory: bool = False,
+               transfer: Optional[Transfer] = None) -> _Tensors:
+    """``(frames, labels)`` of a :class:`gulp.Batch` as tensors: without a
+    copy by default (``pin_memory=True`` copies into page-locked memory for
+    asynchronous transfers to a GPU), or as ``transfer`` says."""
     frames = _torch.from_dlpack(batch.frames)
     labels = _torch.from_numpy(batch.labels)
-    if pin_memory:
-        frames, labels = frames.pin_memory(), labels.pin_memory()
-    return frames, labels
+    transfer = transfer or Transfer(pin_memory=pin_memory)
+    return transfer.frames(frames), transfer.labels(labels)
 
 
-def tensors(loader: ClipLoader, pin_memory: bool = False) -> Iterator[_Tensors]:
+def tensors(loader: ClipLoader, pin_memory: bool = False,
+            transfer: Optional[Transfer] = None) -> Iterator[_Tensors]:
     """Iterates over a :class:`gulp.ClipLoader` yielding ``(frames, labels)``
     tensors."""
     for batch in loader:
-        yield to_tensors(batch, pin_memory)
+        yield to_tensors(batch, pin_memory, transfer)
 
 
-class ClipDataset(_data.IterableDataset[_Tensors]):
+class ClipDataset(_data.IterableDataset[Any]):
     """A :class:`gulp.ClipLoader` as a PyTorch ``IterableDataset`` of
-    ``(frames, labels)`` batches; the arguments are ``ClipLoader``'s, plus
-    ``pin_memory``. ``len()`` is the number of batches of an epoch;
-    ``set_epoch``, ``state_dict`` and ``load_state_dict`` are the
-    loader's."""
+    ``(frames, labels)`` batches (``(frames, labels, batch)`` with
+    ``with_batch=True``: the :class:`gulp.Batch` beside the tensors, for its
+    ``ids``, ``positions`` and ``padding``: an exact evaluation leaves out
+    the clips with ``batch.padding`` set).
 
-    def __init__(self, path: _Path, pin_memory: bool = False, **options: Any) -> None:
+    The arguments are ``ClipLoader``'s, plus what :class:`Transfer` takes
+    (``device``, ``dtype``, ``mean``, ``std``, ``channels_first``,
+    ``pin_memory``). The loader is made on first use (``len``, iteration,
+    ``state_dict``), so that the ranks are those of the process group even
+    when the dataset is built before it. ``set_epoch``, ``state_dict`` and
+    ``load_state_dict`` are the loader's: torchdata's ``StatefulDataLoader``
+    and a Lightning checkpoint save and restore the position through them.
+    """
+
+    _make = ClipLoader
+
+    def __init__(self, path: _Path, pin_memory: bool = False, *,
+                 device: Union[None, str, _torch.device] = None,
+                 dtype: Optional[_torch.dtype] = None,
+                 mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+                 channels_first: bool = False, with_batch: bool = False,
+                 **options: Any) -> None:
         super().__init__()
-        self.loader = ClipLoader(path, **options)
-        self.pin_memory = pin_memory
+        self.path = path
+        self.options = options
+        self.transfer = Transfer(device, dtype, mean, std, channels_first, pin_memory)
+        self.with_batch = with_batch
+        self._loader: Optional[ClipLoader] = None
+        self._epoch: Optional[int] = None
+        self._state: Optional[Mapping[str, int]] = None
 
-    def __iter__(self) -> Iterator[_Tensors]:
+    @property
+    def loader(self) -> ClipLoader:
+        """The loader (made on first use)."""
+        if self._loader is None:
+            self._loader = type(self)._make(self.path, **self.options)
+            if self._state is not None:
+                self._loader.load_state_dict(self._state)
+            if self._epoch is not None:
+                self._loader.set_epoch(self._epoch)
+        return self._loader
+
+    def __iter__(self) -> Iterator[Any]:
         info = _data.get_worker_info()
         if info is not None and info.num_workers > 1:
             raise GulpRuntimeError(
                 "gulp.torch.ClipDataset decodes on threads of its own: use it with "
                 "DataLoader(num_workers=0, batch_size=None), or iterate over it directly")
-        return tensors(self.loader, self.pin_memory)
+        for batch in self.loader:
+            frames, labels = to_tensors(batch, transfer=self.transfer)
+            if self.with_batch:
+                yield frames, labels, batch
+            else:
+                yield frames, labels
 
     def __len__(self) -> int:
         return len(self.loader)
 
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch (shuffle and random draws) of the next pass."""
-        self.loader.set_epoch(epoch)
+        if self._loader is None:
+            self._epoch = int(epoch)
+        else:
+            self._loader.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, int]:
         """The loader's position, to save with a checkpoint."""
         return self.loader.state_dict()
 
     def load_state_dict(self, state: Mapping[str, int]) -> None:
-        """Resumes the loader from ``state_dict()``."""
-        self.loader.load_state_dict(state)
+        """Resumes the loader from ``state_dict()`` (kept until the loader
+        is made, if it is not yet)."""
+        if self._loader is None:
+            self._state = dict(state)
+            self._epoch = None
+        else:
+            self._loader.load_state_dict(state)
 
 
 class ImageDataset(ClipDataset):
     """A :class:`gulp.ImageLoader` as a PyTorch ``IterableDataset`` of
-    ``(images, labels)`` batches, ``uint8 [B, H, W, 3]`` and ``int64 [B]``;
-    the arguments are ``ImageLoader``'s, plus ``pin_memory``."""
+    ``(images, labels)`` batches, ``uint8 [B, H, W, 3]`` (or as the
+    :class:`Transfer` arguments ask, ``[B, 3, H, W]`` with
+    ``channels_first``) and ``int64 [B]``; the arguments are
+    ``ImageLoader``'s, plus :class:`ClipDataset`'s."""
 
-    def __init__(self, path: _Path, pin_memory: bool = False, **options: Any) -> None:
-        _data.IterableDataset.__init__(self)
-        self.loader = ImageLoader(path, **options)
-        self.pin_memory = pin_memory
+    _make = ImageLoader
