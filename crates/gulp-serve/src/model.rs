@@ -147,6 +147,18 @@ pub(crate) async fn model_page(
         let result = loader_options(&q).and_then(|(mut options, batch)| {
             let epoch: u64 = number("epoch", &q.epoch)?;
             options.open = open;
+            options.labels.key.clone_from(&served.label_key);
+            if served.labels.is_none() {
+                // String labels without a label2idx.json: numbered in sorted
+                // order, as an ingest numbers them, once the scan has seen
+                // them all.
+                let scan = served.read_scan();
+                if scan.chunks_done == served.dir.chunks().len() {
+                    let mut names = scan.class_names.clone();
+                    names.sort();
+                    options.labels.index = Some(names.into_iter().zip(0i64..).collect());
+                }
+            }
             clips(n, &served, options, epoch, batch)
         });
         let body = match result {
