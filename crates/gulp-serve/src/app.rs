@@ -14,6 +14,7 @@ use gulp_io::DirectoryOptions;
 
 use crate::error::{Error, HttpError, Result};
 use crate::index::Served;
+use crate::state::{AppState, blocking};
 use crate::thumbs::ThumbCache;
 
 /// What to serve.
@@ -47,24 +48,6 @@ impl Options {
 
 /// The largest lint report read (a report is a summary, not data).
 const LINT_LIMIT: u64 = 16 << 20;
-
-/// The served directories and what every request shares.
-pub(crate) struct AppState {
-    pub dirs: Vec<Arc<Served>>,
-    pub lint: Option<(PathBuf, String)>,
-    pub thumbs: ThumbCache,
-    /// How the loader of "what the model sees" opens a directory.
-    pub open: DirectoryOptions,
-}
-
-impl AppState {
-    /// Directory `n` of the command line.
-    pub fn dir(&self, n: usize) -> std::result::Result<&Arc<Served>, HttpError> {
-        self.dirs
-            .get(n)
-            .ok_or_else(|| HttpError::not_found(format!("no directory {n}")))
-    }
-}
 
 /// A running application: its directories are open, and a background scan
 /// of each directory's metas (classes, frame sizes, `gulp check`) is under
@@ -170,16 +153,6 @@ pub fn run(app: App, addr: SocketAddr, on_bound: impl FnOnce(SocketAddr)) -> Res
         on_bound(listener.local_addr()?);
         serve(listener, &app).await
     })
-}
-
-/// Runs `work` on the blocking pool: reading and decoding never hold the
-/// runtime's workers.
-pub(crate) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> std::result::Result<T, HttpError> + Send + 'static,
-) -> std::result::Result<T, HttpError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| HttpError::data(format!("the request failed: {e}")))?
 }
 
 /// `?id=ID&frame=K` of a frame.

@@ -34,6 +34,7 @@ mod html;
 mod index;
 mod model;
 mod pages;
+mod state;
 mod thumbs;
 
 pub use crate::app::{App, Options, run, serve};

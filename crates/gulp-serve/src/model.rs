@@ -11,10 +11,10 @@ use gulp_io::Image;
 use gulp_loader::{CropMode, Loader, LoaderOptions, Order, Sampling, Spatial};
 use serde::Deserialize;
 
-use crate::app::{AppState, blocking};
 use crate::error::HttpError;
 use crate::html::{esc, page, query};
 use crate::index::Served;
+use crate::state::{AppState, blocking};
 
 /// Limits of a configuration given in a URL: what one page may decode.
 const MAX_FRAMES: usize = 64;

@@ -8,10 +8,10 @@ use axum::response::Html;
 use gulp_format::JsonSerializer;
 use serde::{Deserialize, Serialize};
 
-use crate::app::{AppState, blocking};
 use crate::error::HttpError;
 use crate::html::{bars, esc, page, query, thousands};
 use crate::index::{Check, NO_CLASS, Served, label_text};
+use crate::state::{AppState, blocking};
 
 type Page = std::result::Result<Html<String>, HttpError>;
 
@@ -31,7 +31,7 @@ pub(crate) async fn overview(State(state): State<Arc<AppState>>) -> Page {
             body,
             "<section id=\"lint\"><h2>gulp lint: {}</h2><pre>{}</pre></section>",
             esc(&path.display().to_string()),
-            esc(text)
+            esc(&pretty_json(text))
         );
     }
     Ok(page("Overview", "", &body))

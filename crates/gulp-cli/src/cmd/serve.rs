@@ -35,6 +35,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
             "gulp serve: {} directories at http://{bound}/",
             args.dirs.len()
         );
-    })?;
+    })
+    .with_context(|| format!("serving on {addr}"))?;
     Ok(Outcome::Success)
 }
