@@ -1,5 +1,7 @@
 //! `gulp serve` as a process: where it listens, what it says.
 #![cfg(feature = "serve")]
+// The helpers of tests/common unwrap.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

@@ -177,7 +177,7 @@ impl Served {
             }
             // The pixel size of one frame per chunk (a local chunk only: a
             // remote one would be fetched whole for it).
-            let dims = (!chunk.is_remote() && chunk.len() > 0)
+            let dims = (!chunk.is_remote() && !chunk.is_empty())
                 .then(|| self.first_frame_dims(k, chunk.ids().next().unwrap_or_default()))
                 .flatten();
             let mut scan = self.scan.write().unwrap_or_else(PoisonError::into_inner);
