@@ -47,7 +47,7 @@ pub(crate) struct Scan {
     pub frame_dims: HashMap<(usize, usize), usize>,
     /// Metas that could not be read.
     pub errors: Vec<String>,
-    /// `gulp check`: `None` while it runs (or for a remote directory).
+    /// `gulp check`: `None` until it has run (after the metas).
     pub check: Option<Check>,
 }
 

@@ -270,6 +270,8 @@ fn select(
     };
     let scan = served.read_scan();
     let partial = !q.class.is_empty() && scan.chunks_done < served.dir.chunks().len();
+    // A class no item has read so far matches nothing (NO_CLASS - 1 is
+    // no class's number: there are fewer classes than items).
     let class = if q.class.is_empty() {
         None
     } else {
@@ -357,17 +359,15 @@ pub(crate) async fn grid(
     let offset = (page_no - 1)
         .checked_mul(per)
         .ok_or_else(|| HttpError::bad_request("page out of range"))?;
-    let all = state.dirs.len();
     blocking(move || {
         let found = select(&served, &q, offset, per)?;
-        Ok(render_grid(n, all, &served, &q, page_no, per, &found))
+        Ok(render_grid(n, &served, &q, page_no, per, &found))
     })
     .await
 }
 
 fn render_grid(
     n: usize,
-    all: usize,
     served: &Served,
     q: &GridQuery,
     page_no: usize,
@@ -488,10 +488,10 @@ fn render_grid(
         );
     }
     body.push_str("</p>");
-    page(&served.name, &dir_nav(n, all, served), &body)
+    page(&served.name, &dir_nav(n, served), &body)
 }
 
-fn dir_nav(n: usize, _all: usize, served: &Served) -> String {
+fn dir_nav(n: usize, served: &Served) -> String {
     format!(
         " › <a href=\"/d/{n}/items\">{}</a> · <a href=\"/d/{n}/model\">what the model sees</a>",
         esc(&served.name)
@@ -524,17 +524,10 @@ pub(crate) async fn item(
         .filter(|(k, d)| *k != n && d.dir.contains(&q.id))
         .map(|(k, d)| (k, d.name.clone()))
         .collect();
-    let all = state.dirs.len();
-    blocking(move || render_item(n, all, &served, &q.id, &others)).await
+    blocking(move || render_item(n, &served, &q.id, &others)).await
 }
 
-fn render_item(
-    n: usize,
-    all: usize,
-    served: &Served,
-    id: &str,
-    others: &[(usize, String)],
-) -> Page {
+fn render_item(n: usize, served: &Served, id: &str, others: &[(usize, String)]) -> Page {
     let item = served.dir.item(id).map_err(HttpError::data)?;
     let reader = served.dir.reader_for(id).map_err(HttpError::data)?;
     let qid = query(&[("id", id)]);
@@ -599,7 +592,7 @@ fn render_item(
         );
     }
     body.push_str("</table>");
-    Ok(page(id, &dir_nav(n, all, served), &body))
+    Ok(page(id, &dir_nav(n, served), &body))
 }
 
 /// Indents compact JSON for reading (the meta's own order kept).
