@@ -2,7 +2,7 @@
 # `gulp serve` in a real browser: headless Chromium (Debian's chromium and
 # chromium-driver, installed with apt-get when missing) driven by Selenium
 # (in .venv-browser, made when missing), over the sample directory that
-# scripts/sample.sh makes. Writes the docs' two screenshots (docs/img).
+# scripts/sample.sh makes. Writes the docs' screenshots (docs/img/serve-*.png).
 #
 #   scripts/serve-test.sh [GULP]     (default: .venv/bin/gulp, the wheel's)
 set -euo pipefail

@@ -7,8 +7,8 @@ overview and checks its numbers against `gulp info --json`; pages through the
 grid and filters it by a class, checking the counts against
 `gulp dump-meta`; opens an item, plays it with the keyboard and pauses it;
 loads "what the model sees". Every page's images must load, and every
-screenshot must not be blank. With --shots, the overview's and the item
-page's screenshots are written there (docs/img).
+screenshot must not be blank. With --shots, the screenshots of the
+overview, the item page and the model's batch are written there (docs/img).
 """
 
 import argparse
@@ -213,7 +213,9 @@ def main():
         check(len(driver.find_elements(By.CSS_SELECTOR, "span.crop")) == 8, "model: a crop per source frame")
         images_loaded(driver, "img.seen")
         images_loaded(driver, "span.source img")
-        not_blank(driver.get_screenshot_as_png(), "model page")
+        shot = not_blank(driver.get_screenshot_as_png(), "model page")
+        if args.shots:
+            shot.save(os.path.join(args.shots, "serve-model.png"))
         print(f"serve_browser: {url}: overview, {pages} grid pages, class {label!r} ({expected[label]} items), item {item_id} ({frames} frames) played and paused, a batch of the loader: all checked")
     finally:
         if driver is not None:
