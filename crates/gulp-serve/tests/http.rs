@@ -270,3 +270,39 @@ fn a_slow_client_does_not_hold_the_others() {
     drop(half);
     drop(idle);
 }
+
+#[test]
+fn the_lint_report_is_shown_escaped_and_a_missing_one_is_an_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("d");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    write_dir(&dir, &["a", "b"], 2);
+    let lint = tmp.path().join("lint.json");
+    std::fs::write(&lint, r#"{"findings":[{"id":"a","kind":"<dark>"}]}"#).expect("lint");
+    let options = Options {
+        lint: Some(lint),
+        ..Options::new(vec![dir.clone()])
+    };
+    let app = App::open(options).expect("open");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = gulp_serve::run(app, "127.0.0.1:0".parse().expect("addr"), |addr| {
+            let _ = tx.send(addr);
+        });
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("bound");
+    let (status, page) = get(addr, "/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<section id=\"lint\">"), "{page}");
+    assert!(
+        page.contains("&quot;kind&quot;: &quot;&lt;dark&gt;&quot;"),
+        "{page}"
+    );
+
+    let missing = Options {
+        lint: Some(tmp.path().join("nope.json")),
+        ..Options::new(vec![dir])
+    };
+    let err = App::open(missing).err().expect("an error");
+    assert!(err.to_string().contains("nope.json"), "{err}");
+}
