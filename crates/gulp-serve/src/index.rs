@@ -20,6 +20,8 @@ pub(crate) struct Served {
     pub dir: GulpDirectory,
     /// Position of the first item of each chunk, then the item count.
     pub starts: Vec<usize>,
+    /// Each chunk's data file size (its listing's for an object), if known.
+    pub chunk_bytes: Vec<u64>,
     /// The directory's `label2idx.json`.
     pub labels: Option<LabelIndex>,
     /// The meta key holding an item's class.
@@ -81,6 +83,14 @@ impl Served {
             at += chunk.len();
         }
         starts.push(at);
+        let chunk_bytes = dir
+            .chunks()
+            .iter()
+            .filter_map(|c| {
+                c.data_size()
+                    .or_else(|| std::fs::metadata(&c.data_path).ok().map(|m| m.len()))
+            })
+            .collect();
         // A damaged label file is shown by `gulp info`; here it only
         // means no class index of the directory's own.
         let labels = dir.labels().ok().flatten();
@@ -88,6 +98,7 @@ impl Served {
             name,
             dir,
             starts,
+            chunk_bytes,
             labels,
             label_key,
             scan: RwLock::new(Scan::default()),

@@ -149,6 +149,17 @@ fn dir_summary(n: usize, served: &Served) -> String {
     );
     let _ = write!(
         out,
+        "<div><h3>data bytes per chunk</h3>{}</div>",
+        bars(
+            &histogram(served.chunk_bytes.iter().copied())
+                .into_iter()
+                .map(|(range, n)| (format!("{range} B"), n))
+                .collect::<Vec<_>>(),
+            "chunk-bytes"
+        )
+    );
+    let _ = write!(
+        out,
         "<div><h3>frames per item</h3>{}</div>",
         bars(
             &histogram(chunks.iter().flat_map(|c| c.index().iter().map(|(_, f)| f))),

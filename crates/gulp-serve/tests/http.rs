@@ -126,6 +126,14 @@ fn pages_answer_with_the_directory_numbers() {
     assert!(page.contains(r#"data-k="frames" data-v="24""#));
     assert!(page.contains(r#"data-k="chunks" data-v="3""#));
     assert!(page.contains("gulp check: <span class=\"ok\">clean</span>"));
+    // Histograms of what the index and the files give.
+    assert!(
+        page.contains(r#"<table class="bars chunk-bytes"><tr>"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"<table class="bars item-frames"><tr><th>2–3</th><td class="n">8</td>"#)
+    );
 
     // Filter by class: train's items 0, 2 of each chunk are class-0.
     let (status, page) = get(s.addr, "/d/0/items?class=class-0");
