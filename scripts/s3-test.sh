@@ -2,7 +2,7 @@
 # Gulp directories in a real S3-compatible server (Garage on loopback, built
 # once by scripts/garage.sh): a directory uploaded to a bucket reads as the
 # local copy does (`gulp dump-meta`, `extract`, `bench`, the loader, Python's
-# GulpDirectory), the loader needs at most 2 requests per clip of
+# GulpDirectory, gulp serve), the loader needs at most 2 requests per clip of
 # consecutive frames, and wrong credentials, a missing bucket, an
 # unreachable endpoint and a truncated object are clear errors naming the
 # URL (exit 2, no panic). Part of scripts/test.sh.
@@ -53,6 +53,34 @@ there="$("$GULP" check --decode --json "$url" | "$root/.venv/bin/python" -c "$co
 [ "$here" = "$there" ] || fail "check --decode: $there, locally $here"
 "$GULP" info "$url" | grep -q "labels      2 (label2idx.json)" || fail "info does not read the bucket's labels"
 log "dump-meta, extract and check --decode ($there: chunks items frames bytes decoded problems): identical to the local copy"
+
+# gulp serve with the bucket and the local copy side by side: the same
+# numbers, the same thumbnails and frames, the item linked across.
+"$root/.venv/bin/python" - "$GULP" "$url" "$local_dir" v4 6 8 <<'PY'
+import re, subprocess, sys, urllib.request
+
+gulp, remote, local, item, frames, items = sys.argv[1:]
+server = subprocess.Popen([gulp, "serve", remote, local, "--port", "0"], stdout=subprocess.PIPE, text=True)
+try:
+    base = re.search(r"http://127\.0\.0\.1:\d+/", server.stdout.readline()).group(0)
+
+    def get(path):
+        with urllib.request.urlopen(base + path, timeout=60) as answer:
+            return answer.read()
+
+    counts = re.findall(r'data-k="items" data-v="(\d+)"', get("").decode())
+    assert counts == [items, items], counts
+    assert f'href="/d/1/item?id={item}"' in get(f"d/0/item?id={item}").decode()
+    for k in range(int(frames)):
+        for kind in ("thumb", "frame"):
+            there, here = get(f"d/0/{kind}?id={item}&frame={k}"), get(f"d/1/{kind}?id={item}&frame={k}")
+            assert there == here, (kind, k)
+    assert len(re.findall(r'class="item"', get("d/0/items?per=3&page=2").decode())) == 3
+finally:
+    server.terminate()
+    server.wait()
+print("s3-test.sh: gulp serve over S3: overview, item page, thumbnails and frames equal the local copy's")
+PY
 
 frames="$("$GULP" bench "$url" --json --threads 2 | "$root/.venv/bin/python" -c 'import json,sys; f=json.load(sys.stdin); print(f["frames"], f["failed"], round(f["frames_per_s"]))')"
 read -r n failed fps <<<"$frames"

@@ -26,6 +26,9 @@ scripts/typecheck.sh
 # parses.
 scripts/sample.sh >/dev/null
 "$root/.venv/bin/python" scripts/check-docs.py sample/gulp
+# `gulp serve` in headless Chromium over the sample (chromium, its driver
+# and selenium installed when missing); writes docs/img/serve-*.png.
+scripts/serve-test.sh
 cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh

@@ -167,6 +167,44 @@ pub enum Command {
     /// 1 while chunks are missing.
     #[command(after_help = "Example: gulp status data/train --shards 64")]
     Status(StatusArgs),
+    /// Look at gulp directories in the browser: a read-only gallery.
+    ///
+    /// An overview (items, frames, classes, frame sizes, chunk sizes, the
+    /// `gulp check` state and a lint report), a grid of thumbnails (paged,
+    /// filtered by class, id prefix or meta key, sorted; every view a URL),
+    /// a page per item (film strip, player, meta, frame sizes, the same id
+    /// in the other directories served) and "what the model sees": a batch
+    /// of the clip loader configured in the page, with each clip's crop
+    /// drawn on its source frames. Pages come from each directory's index:
+    /// metas are read in the background, never all before a page.
+    ///
+    /// Serves on 127.0.0.1 unless --host says otherwise. Nothing outside the
+    /// directories given can be read through it.
+    #[cfg(feature = "serve")]
+    #[command(after_help = "Example: gulp serve data/train data/val --port 8000")]
+    Serve(ServeArgs),
+}
+
+/// Arguments of `gulp serve`.
+#[cfg(feature = "serve")]
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The gulp directories (local or s3://).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The address to listen on; anything but a loopback address makes the
+    /// data visible to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (0: any free port).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// A `gulp lint` report (its JSON or text) to show on the overview.
+    #[arg(long, value_name = "FILE")]
+    pub lint: Option<PathBuf>,
+    /// The meta key holding an item's class.
+    #[arg(long, default_value = "label", value_name = "KEY")]
+    pub label_key: String,
 }
 
 /// Arguments of `gulp merge`.

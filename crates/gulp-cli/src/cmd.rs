@@ -10,6 +10,8 @@ mod ingest;
 mod merge;
 mod preview;
 mod recover;
+#[cfg(feature = "serve")]
+mod serve;
 mod status;
 
 use std::io::{BufWriter, StdoutLock, Write};
@@ -84,6 +86,8 @@ pub fn run(command: Command) -> Result<Outcome> {
         Command::Bench(args) => bench::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Status(args) => status::run(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(&args),
     }
 }
 

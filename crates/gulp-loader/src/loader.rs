@@ -73,6 +73,10 @@ pub struct Batch {
     /// View of each clip: `clip * crops + crop` (0 with one clip and one
     /// crop).
     pub views: Vec<usize>,
+    /// The spatial draw of each clip: its crop as fractions of the source
+    /// frame, the output size and the flip (what `gulp serve` draws on the
+    /// source frames).
+    pub geometries: Vec<Geometry>,
     /// Clips left out ([`OnError::Skip`]).
     pub skipped: Vec<Skipped>,
 }
@@ -652,6 +656,7 @@ fn make_batch(
         padding: Vec::with_capacity(part.len()),
         indices: Vec::with_capacity(part.len() * t),
         views: Vec::with_capacity(part.len()),
+        geometries: Vec::with_capacity(part.len()),
         skipped: Vec::new(),
     };
     let mut out_size: Option<(usize, usize, String)> = None;
@@ -670,7 +675,8 @@ fn make_batch(
             &mut frames,
             &mut out_size,
         ) {
-            Ok(indices) => {
+            Ok((indices, geometry)) => {
+                batch.geometries.push(geometry);
                 rows.push(sample.slot.sample);
                 batch.ids.push(catalog.id(item).to_owned());
                 batch.sources.push(item.source as usize);
@@ -709,7 +715,7 @@ fn make_batch(
 }
 
 /// Decodes one clip of `item`'s frames `start..end` at the end of
-/// `frames`; returns its frame indices.
+/// `frames`; returns its frame indices and its spatial draw.
 fn make_clip(
     inner: &Inner,
     (item, start, end): (&Item, usize, usize),
@@ -718,7 +724,7 @@ fn make_clip(
     renderer: &mut Renderer,
     frames: &mut Vec<u8>,
     out_size: &mut Option<(usize, usize, String)>,
-) -> Result<Vec<usize>> {
+) -> Result<(Vec<usize>, Geometry)> {
     let o = &inner.options;
     let id = inner.catalog.id(item);
     let reader = inner.catalog.reader(item)?;
@@ -783,7 +789,7 @@ fn make_clip(
             renderer.render(frame, &geometry, &o.decode, out)
         })?;
     }
-    Ok(indices)
+    Ok((indices, geometry))
 }
 
 /// The batches of one pass, in order; see [`Loader::iter`].

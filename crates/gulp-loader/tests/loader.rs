@@ -725,6 +725,15 @@ fn evaluation_views_are_clips_times_crops() {
     let per = 4 * 100 * 100 * 3;
     assert!(batch.frames[..per] != batch.frames[per..2 * per]);
     assert!(batch.frames[per..2 * per] != batch.frames[2 * per..3 * per]);
+    // Each clip's draw: the left, centre and right 100x100 of 160x120.
+    let xs: Vec<f64> = batch.geometries.iter().map(|g| g.rect[0] * 160.0).collect();
+    assert_eq!(xs, [0.0, 30.0, 60.0, 0.0, 30.0, 60.0]);
+    assert!(
+        batch
+            .geometries
+            .iter()
+            .all(|g| g.out == (100, 100) && !g.flip)
+    );
     // Clips 0 and 1 of item-0 (3 frames) take different frames or the same
     // frames: their indices are the documented ones.
     let t = 4;

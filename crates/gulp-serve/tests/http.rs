@@ -1,0 +1,316 @@
+//! `gulp serve` over real HTTP: pages and thumbnails of real directories,
+//! and the safety cases — paths and ids that try to leave the served
+//! directories, malformed requests, slow clients.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gulp_format::Value;
+use gulp_io::ChunkWriter;
+use gulp_serve::{App, Options};
+
+const SECRET: &str = "TOP-SECRET-0d9f";
+
+/// A `w`×`h` JPEG of a gradient.
+fn jpeg(w: u16, h: u16, shift: u8) -> Vec<u8> {
+    let mut pixels = Vec::new();
+    for y in 0..h {
+        for x in 0..w {
+            let v = |a: u16| u8::try_from(a % 256).unwrap_or(0);
+            pixels.extend([v(x * 2).wrapping_add(shift), v(y * 2), v(x + y)]);
+        }
+    }
+    let mut out = Vec::new();
+    jpeg_encoder::Encoder::new(&mut out, 85)
+        .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)
+        .expect("encode");
+    out
+}
+
+/// Writes `ids` into `dir`, `per_chunk` items a chunk, 3 frames each,
+/// labels `class-0`, `class-1`, ...
+fn write_dir(dir: &Path, ids: &[&str], per_chunk: usize) {
+    for (chunk, part) in ids.chunks(per_chunk).enumerate() {
+        let mut writer = ChunkWriter::builder()
+            .create(dir, chunk as u64)
+            .expect("writer");
+        for (k, id) in part.iter().enumerate() {
+            let frames: Vec<Vec<u8>> = (0..3).map(|f| jpeg(160, 120, f * 40)).collect();
+            let mut meta = gulp_format::Map::default();
+            meta.insert(
+                "label".into(),
+                Value::from(format!("class-{}", k % 2).as_str()),
+            );
+            meta.insert("n".into(), Value::Int(k as i64));
+            writer
+                .append(id, Value::Object(meta), frames.iter())
+                .expect("append");
+        }
+        writer.finish().expect("finish");
+    }
+}
+
+struct Served {
+    addr: SocketAddr,
+    _tmp: tempfile::TempDir,
+}
+
+/// Two directories side by side (with a secret file beside them), served
+/// on a free port of 127.0.0.1.
+fn start() -> Served {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let train = tmp.path().join("train");
+    let val = tmp.path().join("val");
+    std::fs::write(tmp.path().join("secret.txt"), SECRET).expect("secret");
+    std::fs::create_dir_all(&train).expect("mkdir");
+    std::fs::create_dir_all(&val).expect("mkdir");
+    write_dir(&train, &["a", "b", "c", "a/b", "..", "d%2e", "e", "f"], 3);
+    write_dir(&val, &["a", "z"], 5);
+    let app = App::open(Options::new(vec![train, val])).expect("open");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = gulp_serve::run(app, "127.0.0.1:0".parse().expect("addr"), |addr| {
+            let _ = tx.send(addr);
+        });
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("bound");
+    Served { addr, _tmp: tmp }
+}
+
+/// Sends `request` as it is and returns the status and the whole answer.
+fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    stream.write_all(request).expect("send");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+fn get(addr: SocketAddr, target: &str) -> (u16, String) {
+    raw(
+        addr,
+        format!("GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+fn wait_for_scan(addr: SocketAddr) {
+    for _ in 0..600 {
+        let (_, page) = get(addr, "/");
+        if !page.contains("reading metas") && !page.contains("running (after") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the background scan did not finish");
+}
+
+#[test]
+fn pages_answer_with_the_directory_numbers() {
+    let s = start();
+    wait_for_scan(s.addr);
+    let (status, page) = get(s.addr, "/");
+    assert_eq!(status, 200);
+    assert!(page.contains(r#"data-k="items" data-v="8""#), "{page}");
+    assert!(page.contains(r#"data-k="frames" data-v="24""#));
+    assert!(page.contains(r#"data-k="chunks" data-v="3""#));
+    assert!(page.contains("gulp check: <span class=\"ok\">clean</span>"));
+    // Histograms of what the index and the files give.
+    assert!(
+        page.contains(r#"<table class="bars chunk-bytes"><tr>"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"<table class="bars item-frames"><tr><th>2–3</th><td class="n">8</td>"#)
+    );
+
+    // Filter by class: train's items 0, 2 of each chunk are class-0.
+    let (status, page) = get(s.addr, "/d/0/items?class=class-0");
+    assert_eq!(status, 200);
+    assert!(page.contains(r#"<span id="total" data-v="5">"#), "{page}");
+    // Prefix, sort, paging: the URL of the next page keeps the filter.
+    let (_, page) = get(s.addr, "/d/0/items?prefix=a&sort=-id&per=1");
+    assert!(page.contains(r#"<span id="total" data-v="2">"#), "{page}");
+    assert!(page.contains(r#"data-id="a/b""#));
+    assert!(page.contains("href=\"/d/0/items?page=2&amp;per=1&amp;prefix=a&amp;sort=-id\""));
+    // A meta filter.
+    let (_, page) = get(s.addr, "/d/0/items?key=n&value=1");
+    assert_eq!(page.matches("class=\"item\"").count(), 3, "{page}");
+
+    // The item page: an id with a slash is an id, and val has "a" too.
+    let (status, page) = get(s.addr, "/d/0/item?id=a%2Fb");
+    assert_eq!(status, 200);
+    assert!(page.contains("<h1>a/b</h1>"));
+    let (_, page) = get(s.addr, "/d/0/item?id=a");
+    assert!(page.contains(r#"href="/d/1/item?id=a""#), "{page}");
+    assert!(page.contains("160×120"));
+
+    let (status, thumb) = get(s.addr, "/d/0/thumb?id=..&frame=2");
+    assert_eq!(status, 200);
+    assert!(thumb.contains("content-type: image/jpeg"), "{thumb}");
+    let (status, _) = get(s.addr, "/d/1/model?frames=2&size=64&resize=96&batch_size=2");
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn nothing_outside_the_served_directories_can_be_read() {
+    let s = start();
+    let attempts = [
+        "/../secret.txt",
+        "/..%2fsecret.txt",
+        "/%2e%2e/secret.txt",
+        "/static/..%2f..%2fsecret.txt",
+        "/static/../../secret.txt",
+        "/d/0/../../secret.txt",
+        "/d/0/..%2F..%2Fsecret.txt",
+        "/d/0/item?id=../secret.txt",
+        "/d/0/item?id=..%2Fsecret.txt",
+        "/d/0/item?id=%2E%2E%2Fsecret.txt",
+        "/d/0/frame?id=../secret.txt",
+        "/d/0/thumb?id=../../secret.txt",
+        "/d/0/frame?id=/etc/passwd",
+        "/d/0/item?id=%2Fetc%2Fpasswd",
+        "/d/0/item?id=data_0.gulp",
+        "/d/0/frame?id=meta_0.gmeta",
+        "/d/..%2f/items",
+        "/d/%2e%2e/items",
+        "/etc/passwd",
+        "//etc/passwd",
+        "/d/0/items?prefix=../",
+        "http://localhost/../secret.txt",
+    ];
+    for target in attempts {
+        let (status, answer) = get(s.addr, target);
+        assert!(
+            (400..500).contains(&status) || (status == 200 && !target.contains("secret")),
+            "{target}: {status}"
+        );
+        assert!(!answer.contains(SECRET), "{target} read the secret");
+        assert!(!answer.contains("root:"), "{target} read /etc/passwd");
+    }
+    // The id "..", a real item, is served as an id, not a path.
+    let (status, page) = get(s.addr, "/d/0/item?id=..");
+    assert_eq!(status, 200);
+    assert!(page.contains("<h1>..</h1>"));
+}
+
+#[test]
+fn bad_requests_answer_4xx_and_the_server_keeps_serving() {
+    let s = start();
+    let cases = [
+        ("/d/99/items", 404),
+        ("/d/-1/items", 400),
+        ("/d/x/items", 400),
+        ("/d/0/items?page=0", 400),
+        ("/d/0/items?page=abc", 400),
+        ("/d/0/items?page=18446744073709551615&per=500", 400),
+        ("/d/0/items?per=0", 400),
+        ("/d/0/items?per=100000", 400),
+        ("/d/0/items?sort=evil", 400),
+        ("/d/0/item", 400),
+        ("/d/0/item?id=nope", 404),
+        ("/d/0/thumb?id=a&frame=3", 404),
+        ("/d/0/thumb?id=a&frame=-1", 400),
+        ("/d/0/thumb?id=a&frame=99999999999999999999999", 400),
+        ("/d/0/frame?id=a&frame=x", 400),
+        ("/nowhere", 404),
+    ];
+    for (target, want) in cases {
+        let (status, _) = get(s.addr, target);
+        assert_eq!(status, want, "{target}");
+    }
+    // A loader configuration that cannot work is reported in the page.
+    let (status, page) = get(s.addr, "/d/0/model?crop=nonsense&frames=0");
+    assert_eq!(status, 200);
+    assert!(page.contains("id=\"model-error\""), "{page}");
+    let (status, page) = get(s.addr, "/d/0/model?size=500&crop=center");
+    assert_eq!(status, 200);
+    assert!(page.contains("does not fit"), "{page}");
+    // Not HTTP at all, a method that is not served, a huge header.
+    let (status, _) = raw(s.addr, b"\x00\x01garbage\r\n\r\n");
+    assert_eq!(status, 400);
+    let (status, _) = raw(
+        s.addr,
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 405);
+    let long = format!(
+        "GET /d/0/item?id={} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    let (status, _) = raw(s.addr, long.as_bytes());
+    assert!((400..500).contains(&status) || status == 0, "{status}");
+    let (status, _) = get(s.addr, "/");
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_slow_client_does_not_hold_the_others() {
+    let s = start();
+    // One client sends half a request and waits; another asks for a
+    // thumbnail and never reads the answer.
+    let mut half = TcpStream::connect(s.addr).expect("connect");
+    half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        .expect("send");
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        let mut stream = TcpStream::connect(s.addr).expect("connect");
+        stream
+            .write_all(b"GET /d/0/thumb?id=a&frame=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("send");
+        idle.push(stream);
+    }
+    for target in ["/", "/d/0/items", "/d/0/item?id=b", "/d/1/thumb?id=z"] {
+        let (status, _) = get(s.addr, target);
+        assert_eq!(status, 200, "{target}");
+    }
+    drop(half);
+    drop(idle);
+}
+
+#[test]
+fn the_lint_report_is_shown_escaped_and_a_missing_one_is_an_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("d");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    write_dir(&dir, &["a", "b"], 2);
+    let lint = tmp.path().join("lint.json");
+    std::fs::write(&lint, r#"{"findings":[{"id":"a","kind":"<dark>"}]}"#).expect("lint");
+    let options = Options {
+        lint: Some(lint),
+        ..Options::new(vec![dir.clone()])
+    };
+    let app = App::open(options).expect("open");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = gulp_serve::run(app, "127.0.0.1:0".parse().expect("addr"), |addr| {
+            let _ = tx.send(addr);
+        });
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("bound");
+    let (status, page) = get(addr, "/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<section id=\"lint\">"), "{page}");
+    assert!(
+        page.contains("&quot;kind&quot;: &quot;&lt;dark&gt;&quot;"),
+        "{page}"
+    );
+
+    let missing = Options {
+        lint: Some(tmp.path().join("nope.json")),
+        ..Options::new(vec![dir])
+    };
+    let err = App::open(missing).err().expect("an error");
+    assert!(err.to_string().contains("nope.json"), "{err}");
+}
