@@ -85,25 +85,16 @@ pub(crate) fn loader_options(q: &ModelQuery) -> Result<(LoaderOptions, usize), S
     if batch > MAX_BATCH {
         return Err(format!("batch: 0 to {MAX_BATCH} here"));
     }
-    let sampling = Sampling::parse(q.sampling.trim()).ok_or_else(|| {
-        format!(
-            "sampling {:?}: window, segments, uniform, dense",
-            q.sampling
-        )
-    })?;
-    let crop = CropMode::parse(q.crop.trim()).ok_or_else(|| {
-        format!(
-            "crop {:?}: none, center, random, random_resized, three",
-            q.crop
-        )
-    })?;
+    // The names of gulp-loader's lists, and their errors.
+    let sampling: Sampling = q.sampling.trim().parse().map_err(|e| format!("{e}"))?;
+    let crop: CropMode = q.crop.trim().parse().map_err(|e| format!("{e}"))?;
     let resize = match q.resize.trim() {
         "" | "none" => None,
         text => Some(number("resize", text)?),
     };
     let size = match q.size.trim() {
         "" | "none" => None,
-        text => Some(match text.split_once('x') {
+        text => Some(match text.split_once([',', 'x']) {
             Some((h, w)) => (number("size", h)?, number("size", w)?),
             None => {
                 let edge = number("size", text)?;
@@ -126,8 +117,8 @@ pub(crate) fn loader_options(q: &ModelQuery) -> Result<(LoaderOptions, usize), S
             seed: number("seed", &q.seed)?,
             ..Order::default()
         },
-        train: flag(&q.train),
-        threads: 1,
+        train: Some(flag(&q.train)),
+        threads: Some(1),
         prefetch: 1,
         ..LoaderOptions::default()
     };
@@ -191,7 +182,7 @@ fn form(n: usize, q: &ModelQuery) -> String {
         field("sampling", &q.sampling, "window, segments, uniform, dense"),
         field("step", &q.step, "frame step of window and dense"),
         field("resize", &q.resize, "short edge, or none"),
-        field("size", &q.size, "N or HxW, or none"),
+        field("size", &q.size, "N or H,W, or none"),
         field(
             "crop",
             &q.crop,
