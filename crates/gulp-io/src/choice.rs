@@ -89,6 +89,16 @@ macro_rules! choice {
             }
         }
 
+        $crate::choice_from_str!($ty);
+    };
+}
+
+/// Implements `FromStr` by [`Choice::parse_choice`], for an enum that
+/// implements [`Choice`] by hand (values with parameters, such as
+/// `frame:K`).
+#[macro_export]
+macro_rules! choice_from_str {
+    ($ty:ty) => {
         impl ::std::str::FromStr for $ty {
             type Err = $crate::UnknownChoice;
 

@@ -50,13 +50,7 @@ impl gulp_io::Choice for Shuffle {
     }
 }
 
-impl std::str::FromStr for Shuffle {
-    type Err = gulp_io::UnknownChoice;
-
-    fn from_str(text: &str) -> Result<Shuffle, Self::Err> {
-        <Shuffle as gulp_io::Choice>::parse_choice(text)
-    }
-}
+gulp_io::choice_from_str!(Shuffle);
 
 impl Shuffle {
     /// This shuffle with the chunk window `window`, when one is given:

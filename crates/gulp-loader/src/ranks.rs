@@ -50,29 +50,24 @@ impl Launch {
     /// no launcher is there or what it says does not parse.
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Option<Launch> {
         let number = |k: &str| env(k)?.trim().parse::<usize>().ok();
-        if let (Some(rank), Some(world_size)) = (number("RANK"), number("WORLD_SIZE")) {
-            return Some(Launch {
-                launcher: Launcher::Torchrun,
-                rank,
-                world_size,
-                local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
-            })
-            .filter(Launch::is_valid);
-        }
-        if let (Some(_), Some(rank), Some(world_size)) = (
-            env("SLURM_STEP_ID"),
-            number("SLURM_PROCID"),
-            number("SLURM_NTASKS"),
-        ) {
-            return Some(Launch {
-                launcher: Launcher::Slurm,
-                rank,
-                world_size,
-                local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
-            })
-            .filter(Launch::is_valid);
-        }
-        None
+        let (launcher, rank, world_size) = match (number("RANK"), number("WORLD_SIZE")) {
+            (Some(rank), Some(world_size)) => (Launcher::Torchrun, rank, world_size),
+            _ => {
+                env("SLURM_STEP_ID")?;
+                (
+                    Launcher::Slurm,
+                    number("SLURM_PROCID")?,
+                    number("SLURM_NTASKS")?,
+                )
+            }
+        };
+        Some(Launch {
+            launcher,
+            rank,
+            world_size,
+            local_world_size: Launch::local_from_env(&env).map(|(n, _)| n),
+        })
+        .filter(Launch::is_valid)
     }
 
     /// The ranks on this node as the environment says them, even without

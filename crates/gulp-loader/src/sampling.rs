@@ -68,13 +68,7 @@ impl gulp_io::Choice for Sampling {
     }
 }
 
-impl std::str::FromStr for Sampling {
-    type Err = gulp_io::UnknownChoice;
-
-    fn from_str(text: &str) -> std::result::Result<Sampling, Self::Err> {
-        <Sampling as gulp_io::Choice>::parse_choice(text)
-    }
-}
+gulp_io::choice_from_str!(Sampling);
 
 /// Where a clip is taken: at random (training) or as clip `index` of
 /// `count` placed evenly (evaluation).

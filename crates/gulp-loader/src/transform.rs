@@ -75,13 +75,7 @@ impl gulp_io::Choice for CropMode {
     }
 }
 
-impl std::str::FromStr for CropMode {
-    type Err = gulp_io::UnknownChoice;
-
-    fn from_str(text: &str) -> Result<CropMode, Self::Err> {
-        <CropMode as gulp_io::Choice>::parse_choice(text)
-    }
-}
+gulp_io::choice_from_str!(CropMode);
 
 impl CropMode {
     /// Views of each clip this mode makes (3 for [`CropMode::Three`]).
