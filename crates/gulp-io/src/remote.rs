@@ -22,6 +22,9 @@ use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig
 
 use crate::error::{ErrorKind, Result};
 
+/// The spans of one read fetched at once (each its own request).
+const SPANS_AT_ONCE: usize = 8;
+
 /// The URL scheme of S3 and compatible stores.
 pub const SCHEME: &str = "s3://";
 
@@ -293,74 +296,112 @@ impl Object {
         Ok(out)
     }
 
-    /// Writes the whole object, of `size` bytes, into `file` at its offsets:
-    /// parts of 8 MiB, four at a time, each asked for with `If-Match: etag`
-    /// so that every part comes from the version listed (another version is
-    /// an error, never a mix), and each tried again up to `GULP_S3_RETRIES`
-    /// times when its transfer fails (a reset connection, a timeout).
+    /// Bytes `range` of the object, asked for with `If-Match: etag` so
+    /// that they come from the version listed (another version is an
+    /// error, never a mix), and tried again up to `GULP_S3_RETRIES` times
+    /// when the transfer fails (a reset connection, a timeout).
+    async fn fetch_range(&self, range: Range<u64>, etag: Option<&str>) -> Result<Vec<u8>> {
+        let retries = retries();
+        let mut attempt = 0;
+        loop {
+            count(1);
+            let options = GetOptions {
+                range: Some(GetRange::Bounded(range.clone())),
+                if_match: etag.map(str::to_owned),
+                ..GetOptions::default()
+            };
+            let got = async {
+                let got = self.bucket.store.get_opts(&self.key, options).await?;
+                got.bytes().await
+            }
+            .await;
+            let failed = match got {
+                Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
+                    received(bytes.len());
+                    return Ok(bytes.to_vec());
+                }
+                Ok(bytes) => {
+                    received(bytes.len());
+                    format!(
+                        "got {} bytes (the object is shorter than its listing says)",
+                        bytes.len()
+                    )
+                }
+                Err(object_store::Error::Precondition { .. }) => {
+                    return Err(remote_err(
+                        &self.url,
+                        Some(&range),
+                        "the object changed after the directory was opened (open it again)",
+                    ));
+                }
+                Err(e @ object_store::Error::NotFound { .. }) => {
+                    return Err(self.fail(Some(&range), e));
+                }
+                Err(e) => clean(&e),
+            };
+            if attempt >= retries {
+                return Err(remote_err(
+                    &self.url,
+                    Some(&range),
+                    format!("{failed} (after {} attempts)", attempt + 1),
+                ));
+            }
+            attempt += 1;
+            tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
+        }
+    }
+
+    /// The bytes of `spans` (each fetched as one request, [`SPANS_AT_ONCE`]
+    /// at a time, as [`fetch_range`](Self::fetch_range) fetches), in order.
+    pub(crate) fn get_spans(
+        &self,
+        spans: &[Range<u64>],
+        etag: Option<&str>,
+    ) -> Result<Vec<Vec<u8>>> {
+        runtime().block_on(
+            futures::stream::iter(spans.iter().cloned())
+                .map(|span| self.fetch_range(span, etag))
+                .buffered(SPANS_AT_ONCE)
+                .try_collect(),
+        )
+    }
+
+    /// Writes the object, of `size` bytes, into `file` at its offsets, but
+    /// for the ranges `have` (already written): parts of at most 8 MiB,
+    /// four at a time, each as [`fetch_range`](Self::fetch_range) fetches.
     pub(crate) fn download(
         &self,
         file: &std::fs::File,
         size: u64,
         etag: Option<&str>,
+        have: &[Range<u64>],
     ) -> Result<()> {
         use std::os::unix::fs::FileExt;
         const PART: u64 = 8 << 20;
         const PARALLEL: usize = 4;
-        let parts: Vec<Range<u64>> = (0..size.div_ceil(PART))
-            .map(|i| i * PART..((i + 1) * PART).min(size))
-            .collect();
-        let retries = retries();
-        let fetch = |range: Range<u64>| async move {
-            let mut attempt = 0;
-            loop {
-                count(1);
-                let options = GetOptions {
-                    range: Some(GetRange::Bounded(range.clone())),
-                    if_match: etag.map(str::to_owned),
-                    ..GetOptions::default()
-                };
-                let got = async {
-                    let got = self.bucket.store.get_opts(&self.key, options).await?;
-                    got.bytes().await
-                }
-                .await;
-                let failed = match got {
-                    Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
-                        received(bytes.len());
-                        return file
-                            .write_all_at(&bytes, range.start)
-                            .map_err(|e| crate::Error::io("writing", Path::new(&self.url), e));
-                    }
-                    Ok(bytes) => {
-                        received(bytes.len());
-                        format!(
-                            "got {} bytes (the object is shorter than its listing says)",
-                            bytes.len()
-                        )
-                    }
-                    Err(object_store::Error::Precondition { .. }) => {
-                        return Err(remote_err(
-                            &self.url,
-                            Some(&range),
-                            "the object changed after the directory was opened (open it again)",
-                        ));
-                    }
-                    Err(e @ object_store::Error::NotFound { .. }) => {
-                        return Err(self.fail(Some(&range), e));
-                    }
-                    Err(e) => clean(&e),
-                };
-                if attempt >= retries {
-                    return Err(remote_err(
-                        &self.url,
-                        Some(&range),
-                        format!("{failed} (after {} attempts)", attempt + 1),
-                    ));
-                }
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
+        let mut parts = Vec::new();
+        let mut at = 0;
+        for hole in crate::cache::coalesce(have, 0)
+            .into_iter()
+            .map(|h| h.start.min(size)..h.end.min(size))
+            .chain(std::iter::once(size..size))
+            .scan(&mut at, |at, h| {
+                let hole = **at..h.start.max(**at);
+                **at = (**at).max(h.end);
+                Some(hole)
+            })
+        {
+            let mut from = hole.start;
+            while from < hole.end {
+                let to = (from + PART).min(hole.end);
+                parts.push(from..to);
+                from = to;
             }
+        }
+        let fetch = |range: Range<u64>| async move {
+            let bytes = self.fetch_range(range.clone(), etag).await?;
+            file.write_all_at(&bytes, range.start)
+                .map_err(|e| crate::Error::io("writing", Path::new(&self.url), e))
         };
         runtime().block_on(
             futures::stream::iter(parts)
