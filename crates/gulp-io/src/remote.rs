@@ -379,25 +379,7 @@ impl Object {
         use std::os::unix::fs::FileExt;
         const PART: u64 = 8 << 20;
         const PARALLEL: usize = 4;
-        let mut parts = Vec::new();
-        let mut at = 0;
-        for hole in crate::cache::coalesce(have, 0)
-            .into_iter()
-            .map(|h| h.start.min(size)..h.end.min(size))
-            .chain(std::iter::once(size..size))
-            .scan(&mut at, |at, h| {
-                let hole = **at..h.start.max(**at);
-                **at = (**at).max(h.end);
-                Some(hole)
-            })
-        {
-            let mut from = hole.start;
-            while from < hole.end {
-                let to = (from + PART).min(hole.end);
-                parts.push(from..to);
-                from = to;
-            }
-        }
+        let parts = missing_parts(size, have, PART);
         let fetch = |range: Range<u64>| async move {
             let bytes = self.fetch_range(range.clone(), etag).await?;
             file.write_all_at(&bytes, range.start)
@@ -472,6 +454,30 @@ fn clean(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The parts, of at most `part` bytes, of `0..size` that `have` does not
+/// cover.
+fn missing_parts(size: u64, have: &[Range<u64>], part: u64) -> Vec<Range<u64>> {
+    let mut parts = Vec::new();
+    let mut at = 0;
+    let covered = crate::cache::coalesce(have, 0);
+    // Each covered range ends the hole before it; the end of the object
+    // ends the last.
+    for (start, end) in covered
+        .iter()
+        .map(|c| (c.start.min(size), c.end.min(size)))
+        .chain(std::iter::once((size, size)))
+    {
+        let mut from = at;
+        while from < start {
+            let to = (from + part).min(start);
+            parts.push(from..to);
+            from = to;
+        }
+        at = at.max(end);
+    }
+    parts
 }
 
 /// Requests [`Object::get_ranges`] sends for `ranges`: object_store merges
@@ -605,6 +611,16 @@ mod tests {
         );
         assert!(split(Path::new("s3:///x")).is_err());
         assert!(is_remote(Path::new("s3://b/x")) && !is_remote(Path::new("/data/x")));
+    }
+
+    #[test]
+    // A list of one byte range is what is meant, not a list of numbers.
+    #[allow(clippy::single_range_in_vec_init)]
+    fn a_whole_fetch_asks_for_what_the_ranges_do_not_cover() {
+        assert_eq!(missing_parts(10, &[], 4), vec![0..4, 4..8, 8..10]);
+        assert_eq!(missing_parts(10, &[2..4, 3..6], 4), vec![0..2, 6..10]);
+        assert_eq!(missing_parts(10, &[0..10], 4), Vec::<Range<u64>>::new());
+        assert_eq!(missing_parts(10, &[8..10, 0..1], 100), vec![1..8]);
     }
 
     #[test]

@@ -205,7 +205,8 @@ impl Loader {
         on_error, label_key, label_index, dct, codec, strict, local_world_size = 0,
         sampler = "uniform", samples_per_epoch = None, target = "label", target_keys = Vec::new(),
         num_classes = 0, target_fn = None, on_missing = "raise", segments = None,
-        shared_labels = false, chunk_window = None, cache_dir = None, cache_limit = None))]
+        shared_labels = false, chunk_window = None, cache_dir = None, cache_limit = None,
+        cache_fetch = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -248,6 +249,7 @@ impl Loader {
         chunk_window: Option<usize>,
         cache_dir: Option<&Bound<'_, PyAny>>,
         cache_limit: Option<&Bound<'_, PyAny>>,
+        cache_fetch: Option<&str>,
     ) -> PyResult<Loader> {
         let bad = |what: &str, value: &str, allowed: &str| {
             Class::Invalid.err(format!("{what} must be one of {allowed}, not {value:?}"))
@@ -377,7 +379,7 @@ impl Loader {
             on_missing,
             segments,
             shared_labels,
-            open: match crate::directory::cache_options(cache_dir, cache_limit)? {
+            open: match crate::directory::cache_options(cache_dir, cache_limit, cache_fetch)? {
                 Some(cache) => GulpDirectory::options().cache(cache),
                 None => GulpDirectory::options(),
             },

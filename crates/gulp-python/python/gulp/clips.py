@@ -343,11 +343,13 @@ class ClipLoader:
         ``train``: random placement, crops and flips (default: ``shuffle``).
 
     Running:
-        ``cache_dir``, ``cache_limit``: the node cache of ``s3://``
-        directories (default: ``GULP_CACHE_DIR``, ``GULP_CACHE_LIMIT``;
-        ``cache_dir=False``: none): each chunk is fetched whole once per
-        node, ahead of the batches that need it, and released after its
-        last use; see docs/object-storage.md.
+        ``cache_dir``, ``cache_limit``, ``cache_fetch``: the node cache of
+        ``s3://`` directories (default: ``GULP_CACHE_DIR``,
+        ``GULP_CACHE_LIMIT``, ``GULP_CACHE_FETCH``; ``cache_dir=False``:
+        none): what the next batches decode is fetched once per node, ahead
+        of them — the byte ranges of their frames, or whole chunks
+        (``cache_fetch``: ``"auto"``, ``"ranges"``, ``"chunks"``) — and
+        released after its last use; see docs/object-storage.md.
         ``threads``: decoding threads (``None``: the cores divided among the
         ranks of this node: ``local_world_size``, else torchrun's
         ``LOCAL_WORLD_SIZE`` or srun's ``SLURM_NTASKS_PER_NODE``, else 1; so
@@ -404,7 +406,8 @@ class ClipLoader:
                  on_missing: str = "raise", segments: Union[None, str, Segments] = None,
                  shared_labels: bool = False, chunk_window: Optional[int] = None,
                  cache_dir: Union[None, bool, _Path] = None,
-                 cache_limit: Union[None, int, str] = None) -> None:
+                 cache_limit: Union[None, int, str] = None,
+                 cache_fetch: Optional[str] = None) -> None:
         by_chunks = shuffle == "chunks"
         if isinstance(shuffle, str) and not by_chunks:
             raise InvalidInputError(f"shuffle is True, False or 'chunks', not {shuffle!r}")
@@ -438,7 +441,7 @@ class ClipLoader:
             drop_last=bool(drop_last), rank=rank, world_size=world_size,
             train=bool(shuffle) if train is None else bool(train),
             chunk_window=(4 if chunk_window is None else int(chunk_window)) if by_chunks else None,
-            cache_dir=cache_dir, cache_limit=cache_limit,
+            cache_dir=cache_dir, cache_limit=cache_limit, cache_fetch=cache_fetch,
             threads=0 if threads is None else threads, prefetch=prefetch,
             on_error=on_error, label_key=label_key,
             label_index=None if labels is None else [(str(k), int(v)) for k, v in labels.items()],
