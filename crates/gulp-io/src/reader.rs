@@ -228,19 +228,6 @@ impl ChunkReader {
         Ok(0)
     }
 
-    /// Whether frames are read through the node cache's ranges of the
-    /// object (not from a whole cached copy).
-    pub fn reads_ranges(&self) -> bool {
-        #[cfg(feature = "s3")]
-        if let Data::Remote {
-            ranges: Some(_), ..
-        } = &self.data
-        {
-            return true;
-        }
-        false
-    }
-
     /// Whether the data is read from the node cache.
     pub fn is_cached(&self) -> bool {
         self._cached.is_some()
