@@ -119,18 +119,25 @@ def main() -> int:
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--server-pid", type=int,
+                        help="use the S3 server the AWS_* variables and GULP_S3_BUCKET name (its "
+                             "process for the CPU column) instead of starting Garage")
     args = parser.parse_args()
     import gulp
 
     work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3."))
     garage_state = work / "garage"
     try:
-        env_text = subprocess.run([str(ROOT / "scripts" / "garage.sh"), "start", str(garage_state)],
-                                  check=True, capture_output=True, text=True).stdout
-        for line in env_text.splitlines():
-            key, _, value = line.removeprefix("export ").partition("=")
-            os.environ[key] = value
-        garage_pid = int((garage_state / "garage.pid").read_text())
+        if args.server_pid is None:
+            env_text = subprocess.run(
+                [str(ROOT / "scripts" / "garage.sh"), "start", str(garage_state)],
+                check=True, capture_output=True, text=True).stdout
+            for line in env_text.splitlines():
+                key, _, value = line.removeprefix("export ").partition("=")
+                os.environ[key] = value
+            garage_pid = int((garage_state / "garage.pid").read_text())
+        else:
+            garage_pid = args.server_pid
         proxy = Proxy(os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1])
         local = work / "data"
         copies(args.dir, local, args.copies)
