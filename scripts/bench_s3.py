@@ -14,19 +14,21 @@ bucket. Every run is gulp.ClipLoader with 2 threads, TSN 8 frames, short edge
 
   local             the directory on disk, page cache warm (best of 2 epochs)
   cold, warm        from the bucket through a fresh node cache holding the
-                    dataset: epoch 1 (every chunk fetched, ahead of the
-                    decoding threads), epochs 2 and 3 (from the cache; an
-                    epoch here is under a second, so one alone is noisy)
-  quarter           cache_limit = 25 % of the data objects, shuffle="chunks"
-                    (windows of 1 chunk): epochs 1 and 2
-  quarter, full     the same limit with the full shuffle, for comparison
+                    dataset (cache_fetch="auto"): epoch 1 (the ranges of the
+                    frames decoded, fetched ahead of the decoding threads),
+                    epoch 2 (each chunk read again: made whole, its missing
+                    bytes fetched), epochs 3 to 5 (from the cache)
+  tenth, full       cache_limit = 10 % of the data objects, full shuffle
+                    (ranges, the policy's choice): epochs 1 and 2
+  quarter           cache_limit = 25 %, shuffle="chunks" (windows of 1
+                    chunk), cache_fetch="chunks" (whole chunks): epoch 1
   2 ranks           ranks 0 and 1 of 2 in two processes sharing one cache
                     directory, epoch 1: the bytes the server sent
   straight          the cold epoch again with no proxy in the path (its
                     relaying costs CPU on the same cores); bytes not counted
 
 Bytes are the server's (proxy), headers included; data = the data objects'
-size. CPU seconds: the loader (this process, and the two ranks' processes),
+size; decoded = the bytes of the records of the frames the epoch decoded. CPU seconds: the loader (this process, and the two ranks' processes),
 Garage's and the proxy's, all on the same cores here; "the transfer alone"
 fetches every chunk through a fresh cache without decoding anything.
 """
@@ -97,12 +99,19 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-def epoch(loader: Any, number: int) -> tuple[float, int]:
-    """Seconds and clips of epoch `number`."""
+RECORDS: dict[str, list[int]] = {}
+
+
+def epoch(loader: Any, number: int) -> tuple[float, int, int]:
+    """Seconds, clips and bytes of the records decoded of epoch `number`."""
     loader.set_epoch(number)
     start = time.perf_counter()
-    clips = sum(len(b) for b in loader)
-    return time.perf_counter() - start, clips
+    clips = decoded = 0
+    for b in loader:
+        clips += len(b)
+        for i, row in zip(b.ids, b.indices.tolist()):
+            decoded += sum(RECORDS[i][k] for k in row)
+    return time.perf_counter() - start, clips, decoded
 
 
 def main() -> int:
@@ -110,18 +119,25 @@ def main() -> int:
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--server-pid", type=int,
+                        help="use the S3 server the AWS_* variables and GULP_S3_BUCKET name (its "
+                             "process for the CPU column) instead of starting Garage")
     args = parser.parse_args()
     import gulp
 
     work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3."))
     garage_state = work / "garage"
     try:
-        env_text = subprocess.run([str(ROOT / "scripts" / "garage.sh"), "start", str(garage_state)],
-                                  check=True, capture_output=True, text=True).stdout
-        for line in env_text.splitlines():
-            key, _, value = line.removeprefix("export ").partition("=")
-            os.environ[key] = value
-        garage_pid = int((garage_state / "garage.pid").read_text())
+        if args.server_pid is None:
+            env_text = subprocess.run(
+                [str(ROOT / "scripts" / "garage.sh"), "start", str(garage_state)],
+                check=True, capture_output=True, text=True).stdout
+            for line in env_text.splitlines():
+                key, _, value = line.removeprefix("export ").partition("=")
+                os.environ[key] = value
+            garage_pid = int((garage_state / "garage.pid").read_text())
+        else:
+            garage_pid = args.server_pid
         proxy = Proxy(os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1])
         local = work / "data"
         copies(args.dir, local, args.copies)
@@ -135,7 +151,10 @@ def main() -> int:
         subprocess.run([str(put), str(local), url], check=True)
         garage_url = os.environ["AWS_ENDPOINT_URL"]
         os.environ["AWS_ENDPOINT_URL"] = proxy.url
-        items = len(gulp.GulpDirectory(str(local)))
+        here = gulp.GulpDirectory(str(local))
+        items = len(here)
+        RECORDS.update((i, [fi[2] for fi in m["frame_info"]])
+                       for i, m in here.merged_meta_dict.items())
         log(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects; {url}")
 
         rows: list[dict[str, Any]] = []
@@ -153,7 +172,7 @@ def main() -> int:
             return proxy.stats(), cpu(), time.perf_counter()
 
         def row(name: str, clips: int, began: tuple[dict[str, Any], dict[str, float], float] | None,
-                seconds: float | None = None, counted: bool = True) -> None:
+                seconds: float | None = None, counted: bool = True, decoded: int = 0) -> None:
             """A row from `began` (start()) to now; `seconds` if timed apart."""
             after, now = proxy.stats(), cpu()
             before, c0, t0 = began or (after, now, time.perf_counter())
@@ -163,6 +182,7 @@ def main() -> int:
             reqs = sum(after["requests"].values()) - sum(before["requests"].values())
             rows.append(dict(run=name, seconds=seconds, clips=clips, clips_per_s=clips / seconds,
                              bytes=down if counted else None, requests=reqs if counted else None,
+                             decoded=decoded,
                              **{k + "_cpu_s": now[k] - c0[k] for k in now}))
             log(f"{name}: {clips / seconds:.1f} clips/s, {down / 1e6:.1f} MB through the proxy, "
                 f"{reqs} requests")
@@ -174,15 +194,15 @@ def main() -> int:
         runs = []
         for e in range(2):
             began = start()
-            seconds, clips = epoch(loader, e)
-            runs.append((seconds, clips, began))
-        seconds, clips, began = min(runs, key=lambda r: r[0])
+            seconds, clips, decoded = epoch(loader, e)
+            runs.append((seconds, clips, decoded, began))
+        seconds, clips, _, began = min(runs, key=lambda r: r[0])
         # The CPU columns of this row are the slower epoch's at worst.
         row("local directory (best of 2 epochs)", clips, began, seconds)
 
         # The transfer alone: every data object fetched through a cache, no
         # decoding (one frame read per chunk).
-        gd = gulp.GulpDirectory(url, cache_dir=str(work / "cache-fetch"))
+        gd = gulp.GulpDirectory(url, cache_dir=str(work / "cache-fetch"), cache_fetch="chunks")
         firsts = [gd._native.chunk_ids(i)[0] for i in range(gd.num_chunks)]
         began = start()
         for i in firsts:
@@ -194,15 +214,15 @@ def main() -> int:
             loader = gulp.ClipLoader(url, cache_dir=str(cache), **PIPELINE, **extra)
             for e in range(epochs):
                 began = start()
-                seconds, clips = epoch(loader, e)
-                row(f"{name}, epoch {e + 1}", clips, began, seconds)
+                seconds, clips, decoded = epoch(loader, e)
+                row(f"{name}, epoch {e + 1}", clips, began, seconds, decoded=decoded)
 
-        remote("bucket, cache holding the dataset", work / "cache-all", 3)
-        quarter = (data + meta) // 4
-        remote("bucket, cache limit 25 %, shuffle='chunks'", work / "cache-quarter", 2,
-               cache_limit=quarter, shuffle="chunks", chunk_window=1)
-        remote("bucket, cache limit 25 %, full shuffle", work / "cache-quarter-full", 1,
-               cache_limit=quarter)
+        remote("bucket, cache holding the dataset", work / "cache-all", 5)
+        remote("bucket, cache limit 10 %, full shuffle", work / "cache-tenth", 2,
+               cache_limit=(data + meta) // 10)
+        remote("bucket, cache limit 25 %, shuffle='chunks', cache_fetch='chunks'",
+               work / "cache-quarter", 1, cache_limit=(data + meta) // 4, shuffle="chunks",
+               chunk_window=1, cache_fetch="chunks")
 
         code = ("import sys, time, gulp\n"
                 f"loader = gulp.ClipLoader(sys.argv[1], cache_dir=sys.argv[2], rank=int(sys.argv[3]),"
@@ -233,16 +253,21 @@ def main() -> int:
         print(f"# gulp.ClipLoader over a bucket (Garage on loopback) vs local disk\n")
         print(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects "
               f"({args.copies} copies of {args.dir}); {PIPELINE}\n")
-        print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | requests | "
-              "CPU s: loader | Garage | proxy |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | ÷ decoded | "
+              "requests | CPU s: loader | Garage | proxy |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             rate = (f"{r['clips_per_s']:.1f} | {r['clips_per_s'] / local_rate:.2f}"
                     if r["clips"] else "- | -")
-            sent = (f"{r['bytes'] / 1e6:.1f} | {r['bytes'] / data:.3f} | {r['requests']}"
-                    if r["bytes"] is not None else "- | - | -")
+            per_decoded = f"{r['bytes'] / r['decoded']:.2f}" if r["decoded"] else "-"
+            sent = (f"{r['bytes'] / 1e6:.1f} | {r['bytes'] / data:.3f} | {per_decoded} | "
+                    f"{r['requests']}" if r["bytes"] is not None else "- | - | - | -")
             print(f"| {r['run']} | {r['seconds']:.2f} | {rate} | {sent} | "
                   f"{r['loader_cpu_s']:.1f} | {r['server_cpu_s']:.1f} | {r['proxy_cpu_s']:.1f} |")
+        five = [r for r in rows if r["run"].startswith("bucket, cache holding the dataset")]
+        total = sum(r["bytes"] for r in five)
+        print(f"\nThe cache holding the dataset, {len(five)} epochs: {total / 1e6:.1f} MB from the "
+              f"server, {total / data:.3f} × the data objects.")
         if args.json:
             args.json.write_text(json.dumps(dict(items=items, chunks=chunks, data=data,
                                                  rows=rows), indent=1))

@@ -83,9 +83,16 @@ def tree_bytes(path: Path) -> int:
 
 
 def entries(cache: Path) -> list[Path]:
-    """The cache's entries (objects kept), not its lock files."""
+    """The cache's entries (objects kept whole, and ranges of objects), not
+    its lock files."""
     return [p for p in (cache / "objects").rglob("*")
-            if p.is_file() and "~" in p.name and not p.name.endswith(".lock")]
+            if p.is_file() and (p.parent.name.endswith(".ranges")
+                                or ("~" in p.name and not p.name.endswith(".lock")))]
+
+
+def ranges(cache: Path) -> list[Path]:
+    """The cache's ranges of objects (`KEY~SIZE-TAG.ranges/START-END`)."""
+    return [p for p in entries(cache) if p.parent.name.endswith(".ranges")]
 
 
 def main() -> int:
@@ -146,10 +153,13 @@ def main() -> int:
         down = s["bytes_down"]
         assert down <= 1.05 * (data_bytes + meta_bytes) + 2048 * sum(s["requests"].values()), \
             (down, data_bytes, meta_bytes)
+        # The first reading of a chunk fetches the ranges read (here every
+        # item's records: all of the data).
         kept = sum(p.stat().st_size for p in entries(cache))
         assert kept == data_bytes + meta_bytes, (kept, data_bytes, meta_bytes)
+        assert ranges(cache), "the first reading fetched ranges"
         return (f"every item read: {down} bytes from the server for {data_bytes + meta_bytes} "
-                f"bytes of objects, {s['requests']}")
+                f"bytes of objects, {s['requests']}, kept as {len(ranges(cache))} ranges")
 
     @check
     def a_second_open_makes_one_listing_and_no_get() -> str:
@@ -158,7 +168,40 @@ def main() -> int:
         same_as_local(there)
         s = proxy.stats()
         assert s["requests"] == {"LIST": 1}, s["requests"]
-        return f"open + every item read again: {s['requests']}, {s['bytes_down']} bytes"
+        # Read again, with a cache that holds the directory: each chunk made
+        # whole from its ranges (nothing was missing), the ranges removed.
+        assert not ranges(cache), ranges(cache)
+        kept = sum(p.stat().st_size for p in entries(cache))
+        assert kept == data_bytes + meta_bytes, (kept, data_bytes, meta_bytes)
+        return (f"open + every item read again: {s['requests']}, {s['bytes_down']} bytes; "
+                "the chunks made whole from their ranges")
+
+    @check
+    def gd_id_sel_fetches_the_frames_selected_once() -> str:
+        fresh = work / "selected"
+        there = gulp.GulpDirectory(url, cache_dir=str(fresh))
+        item = ids[-1]
+        info = here.merged_meta_dict[item]["frame_info"]
+        n = len(info)
+        there[ids[0], [0]]  # the meta parsed before counting
+        proxy.reset()
+        a, _ = there[item, 0:n:3]
+        s = proxy.stats()
+        wanted = sum(info[k][2] for k in range(0, n, 3))
+        assert requests(s, "GET") == len(range(0, n, 3)), s
+        assert s["bytes_down"] <= wanted + 2048 * requests(s, "GET"), (s, wanted)
+        b, _ = here[item, 0:n:3]
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        proxy.reset()
+        there[item, 0:n:3]
+        again = gulp.GulpDirectory(url, cache_dir=str(fresh), cache_fetch="ranges")
+        c, _ = again[item, 0:n:3]
+        assert all(np.array_equal(x, y) for x, y in zip(c, b))
+        s2 = proxy.stats()
+        assert s2["requests"] == {"LIST": 1}, s2
+        return (f"gd[id, 0:{n}:3]: {requests(s, 'GET')} GETs, {s['bytes_down']} bytes for "
+                f"{wanted} bytes of records; read again (and by a new opening): "
+                f"{s2['requests']}")
 
     @check
     def a_truncated_entry_is_fetched_again_never_served() -> str:
@@ -179,12 +222,12 @@ def main() -> int:
         # Another version of one meta object: msgpack instead of JSON.
         copy = f"{url}-changed"
         subprocess.run([s3_put, local, copy], check=True)
-        warm = gulp.GulpDirectory(copy, cache_dir=str(cache))
+        warm = gulp.GulpDirectory(copy, cache_dir=str(cache), cache_fetch="chunks")
         same_as_local(warm)
         before = {p.name for p in entries(cache) if "changed" in str(p)}
         subprocess.run([gulp_bin, "convert", copy, "--to", "msgpack"], check=True,
                        capture_output=True)
-        there = gulp.GulpDirectory(copy, cache_dir=str(cache))
+        there = gulp.GulpDirectory(copy, cache_dir=str(cache), cache_fetch="chunks")
         same_as_local(there)
         after = {p.name for p in entries(cache) if "changed" in str(p)}
         metas = {n for n in after - before if n.startswith("meta_")}
@@ -255,31 +298,114 @@ def main() -> int:
         assert [x[0] for x in a] == [y[0] for y in b], ([x[0] for x in a], [y[0] for y in b])
         assert all(np.array_equal(x[1], y[1]) for x, y in zip(a, b))
 
+    def decoded_bytes(got: list[tuple[list[str], Any]], indices: list[Any]) -> int:
+        """The bytes of the records of the frames the batches decoded."""
+        info = here_one.merged_meta_dict
+        return sum(info[i]["frame_info"][k][2]
+                   for (ids_, _), rows in zip(got, indices) for i, row in zip(ids_, rows)
+                   for k in row)
+
+    here_one = gulp.GulpDirectory(local_one)
+
+    def batches_with_indices(loader: Any, epoch: int) -> tuple[list[tuple[list[str], Any]],
+                                                               list[Any]]:
+        loader.set_epoch(epoch)
+        got, indices = [], []
+        for b in loader:
+            got.append((b.ids, b.frames.copy()))
+            indices.append(b.indices.tolist())
+        return got, indices
+
     @check
-    def the_loader_fetches_each_chunk_once_and_reads_epoch_2_from_the_cache() -> str:
+    def the_loader_fetches_the_frames_decoded_then_the_rest_once_then_nothing() -> str:
         cache_dir = work / "loader-cache"
         local_loader = gulp.ClipLoader(local_one, **loader_options)
         proxy.reset()
         loader = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), **loader_options)
-        first = batches(loader, 0)
+        first, indices = batches_with_indices(loader, 0)
         s1 = proxy.stats()
         same_batches(first, batches(local_loader, 0))
-        assert s1["bytes_down"] <= 1.05 * (one_data + one_meta) + 2048 * sum(
-            s1["requests"].values()), (s1, one_data)
+        # Epoch 1: the ranges of the frames decoded (clips of 4 consecutive
+        # frames: one request a clip), no more.
+        decoded = decoded_bytes(first, indices)
+        assert s1["bytes_down"] <= decoded + one_meta + 2048 * sum(s1["requests"].values()), \
+            (s1, decoded)
+        # (16 meta objects, 16 clips, label2idx.json)
+        assert requests(s1, "GET") <= 16 + 16 + 1, s1
+        # Epoch 2: read again, with a cache that holds the directory: the
+        # rest of each chunk, once.
         proxy.reset()
         second = batches(loader, 1)
         s2 = proxy.stats()
-        assert s2["requests"] == {}, s2
         same_batches(second, batches(local_loader, 1))
+        both = s1["bytes_down"] + s2["bytes_down"]
+        assert both <= 1.05 * (one_data + one_meta) + 2048 * (
+            sum(s1["requests"].values()) + sum(s2["requests"].values())), (s1, s2, one_data)
+        proxy.reset()
+        third = batches(loader, 2)
+        s3 = proxy.stats()
+        assert s3["requests"] == {}, s3
+        same_batches(third, batches(local_loader, 2))
         # A new loader (a new process's, say) opens with one listing.
         proxy.reset()
         again = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), **loader_options)
-        same_batches(batches(again, 2), batches(local_loader, 2))
-        s3 = proxy.stats()
-        assert s3["requests"] == {"LIST": 1}, s3
-        return (f"epoch 1 (cold): {s1['bytes_down']} bytes for {one_data + one_meta} of objects, "
-                f"{s1['requests']}; epoch 2: no request; a new loader: {s3['requests']}; "
-                "batches equal the local directory's")
+        same_batches(batches(again, 3), batches(local_loader, 3))
+        s4 = proxy.stats()
+        assert s4["requests"] == {"LIST": 1}, s4
+        return (f"epoch 1 (cold): {s1['bytes_down']} bytes for {decoded} bytes of frames decoded, "
+                f"{s1['requests']}; epoch 2: {s2['bytes_down']} bytes (the rest of "
+                f"{one_data + one_meta}), {s2['requests']}; epoch 3: no request; a new loader: "
+                f"{s4['requests']}; batches equal the local directory's")
+
+    @check
+    def a_cache_of_a_tenth_with_the_full_shuffle_fetches_the_frames_decoded() -> str:
+        limit = (one_data + one_meta) // 10
+        cache_dir = work / "tenth"
+        options = dict(loader_options, sampling="segments", batch_size=2)
+        local_loader = gulp.ClipLoader(local_one, **options)
+        figures = []
+        for epoch in range(2):
+            loader = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), cache_limit=limit,
+                                     **options)
+            proxy.reset()
+            got, indices = batches_with_indices(loader, epoch)
+            s = proxy.stats()
+            same_batches(got, batches(local_loader, epoch))
+            decoded = decoded_bytes(got, indices)
+            assert s["bytes_down"] <= 1.3 * decoded + one_meta + 2048 * sum(
+                s["requests"].values()), (epoch, s, decoded)
+            kept = sum(p.stat().st_size for p in entries(cache_dir))
+            assert kept <= limit, (kept, limit)
+            figures.append(f"epoch {epoch + 1}: {s['bytes_down']} bytes for {decoded} bytes of "
+                           f"frames decoded ({one_data} of data), {s['requests']}")
+            del loader
+        return f"cache limit {limit} bytes, full shuffle, ranges: " + "; ".join(figures)
+
+    @check
+    def loaders_killed_mid_epoch_over_a_shared_cache_leave_it_right() -> str:
+        shared = work / "killed"
+        code = ("import sys, gulp\n"
+                "loader = gulp.ClipLoader(sys.argv[1], cache_dir=sys.argv[2], frames=4,\n"
+                "    sampling='segments', resize=None, size=96, crop='center', flip=False,\n"
+                "    batch_size=1, threads=2, seed=int(sys.argv[3]))\n"
+                "for _ in range(3):\n"
+                "    for batch in loader: pass\n")
+        for trial, delay in enumerate([0.3, 0.6, 0.9, 1.2]):
+            procs = [subprocess.Popen([sys.executable, "-c", code, url_one, str(shared), str(r)])
+                     for r in (trial, trial + 1)]
+            time.sleep(delay)
+            for p in procs:
+                p.kill()
+                p.wait()
+        options = dict(loader_options, sampling="segments")
+        local_loader = gulp.ClipLoader(local_one, **options)
+        for epoch in range(2):
+            loader = gulp.ClipLoader(url_one, cache_dir=str(shared), **options)
+            same_batches(batches(loader, epoch), batches(local_loader, epoch))
+        left = sorted(p.name for p in (shared / "parts").iterdir())
+        return (f"8 loaders SIGKILLed after 0.3-1.2 s over one cache ({len(ranges(shared))} "
+                f"ranges, {len(entries(shared))} entries left): 2 epochs read after equal the "
+                f"local directory's; parts left unlocked: {len(left)}")
 
     @check
     def a_cache_of_a_quarter_with_a_shuffle_by_chunks_fetches_each_chunk_once() -> str:
@@ -287,8 +413,8 @@ def main() -> int:
         cache_dir = work / "quarter"
         # A batch is a chunk; the cache holds 4 of the 16.
         options = dict(loader_options, shuffle="chunks", chunk_window=1, prefetch=1, threads=1,
-                       batch_size=1)
-        local_loader = gulp.ClipLoader(local_one, **options)
+                       batch_size=1, cache_fetch="chunks")
+        local_loader = gulp.ClipLoader(local_one, **dict(options, cache_fetch=None))
         figures = []
         for epoch in range(2):
             loader = gulp.ClipLoader(url_one, cache_dir=str(cache_dir), cache_limit=limit,
@@ -378,7 +504,8 @@ def main() -> int:
         finally:
             proxy.mode("pass")
         left = [p for p in fresh.rglob("*") if p.is_file() and p.name.endswith(".part")]
-        assert not left and not any(p.name.startswith("data_") for p in entries(fresh)), left
+        assert not left and not ranges(fresh), left
+        assert not any(p.name.startswith("data_") for p in entries(fresh)), entries(fresh)
         same_as_local(there)
         return f"connections reset: {text[:160]}...; nothing half-fetched kept; then read right"
 

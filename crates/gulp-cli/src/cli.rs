@@ -25,9 +25,9 @@ pub struct Cli {
     pub cache: CacheArgs,
 }
 
-/// The node cache of `s3://` directories (docs/object-storage.md): each
-/// object is fetched whole, once per node, into a directory that every
-/// process on the node shares.
+/// The node cache of `s3://` directories (docs/object-storage.md): what is
+/// read of each object (whole, or the ranges read) is fetched once per node
+/// into a directory that every process on the node shares.
 #[derive(Debug, Args)]
 pub struct CacheArgs {
     /// Cache the objects of s3:// directories in DIR (default: $GULP_CACHE_DIR; none if unset).
@@ -37,8 +37,13 @@ pub struct CacheArgs {
     /// bytes; default: $GULP_CACHE_LIMIT, else no limit).
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_bytes)]
     pub cache_limit: Option<u64>,
+    /// What the cache fetches of data objects: auto (the ranges read; whole chunks read again
+    /// when the cache holds the directory), chunks (whole), ranges (default: $GULP_CACHE_FETCH,
+    /// else auto).
+    #[arg(long, global = true, value_name = "POLICY", value_parser = ChoiceParser::<gulp_io::CacheFetch>::new())]
+    pub cache_fetch: Option<gulp_io::CacheFetch>,
     /// Read s3:// directories without the cache, whatever $GULP_CACHE_DIR says.
-    #[arg(long, global = true, conflicts_with_all = ["cache_dir", "cache_limit"])]
+    #[arg(long, global = true, conflicts_with_all = ["cache_dir", "cache_limit", "cache_fetch"])]
     pub no_cache: bool,
 }
 

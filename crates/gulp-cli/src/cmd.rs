@@ -30,19 +30,33 @@ use crate::cli::{CacheArgs, Command};
 static OPEN: OnceLock<DirectoryOptions> = OnceLock::new();
 
 /// Sets the node cache of remote directories from the command line
-/// (`--cache-dir`, `--cache-limit`, `--no-cache`) and the environment.
+/// (`--cache-dir`, `--cache-limit`, `--cache-fetch`, `--no-cache`) and the
+/// environment.
 pub fn set_cache(args: &CacheArgs) -> Result<()> {
     let options = GulpDirectory::options();
     let options = if args.no_cache {
         options.cache(None)
     } else {
+        let fetch = match args.cache_fetch {
+            Some(fetch) => fetch,
+            None => CacheOptions::fetch_from_env()?,
+        };
         match (&args.cache_dir, args.cache_limit) {
-            (Some(dir), limit) => options.cache(Some(CacheOptions::new(dir).with_limit(limit))),
-            (None, Some(limit)) => match CacheOptions::from_env()? {
-                Some(env) => options.cache(Some(env.with_limit(Some(limit)))),
-                None => anyhow::bail!("--cache-limit needs --cache-dir (or GULP_CACHE_DIR)"),
-            },
-            (None, None) => options,
+            (Some(dir), limit) => options.cache(Some(
+                CacheOptions::new(dir).with_limit(limit).with_fetch(fetch),
+            )),
+            (None, limit) if limit.is_some() || args.cache_fetch.is_some() => {
+                match CacheOptions::from_env()? {
+                    Some(env) => {
+                        let limit = limit.or(env.limit);
+                        options.cache(Some(env.with_limit(limit).with_fetch(fetch)))
+                    }
+                    None => anyhow::bail!(
+                        "--cache-limit and --cache-fetch need --cache-dir (or GULP_CACHE_DIR)"
+                    ),
+                }
+            }
+            (None, _) => options,
         }
     };
     let _ = OPEN.set(options);

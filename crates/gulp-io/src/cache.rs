@@ -9,8 +9,13 @@
 //!   lock                              held while space is reserved or freed
 //!   objects/BUCKET/KEY...~SIZE-TAG    an object, whole, complete (renamed into place)
 //!   objects/BUCKET/KEY...~SIZE-TAG.lock   held while that object is being fetched
+//!   objects/BUCKET/KEY...~SIZE-TAG.ranges/START-END   bytes START..END of it (renamed into place)
 //!   parts/PID-N-SIZE.part             a fetch in progress, locked by its process
 //! ```
+//!
+//! What is kept of a data object, whole or the byte ranges read, is the
+//! [`CacheFetch`] policy's choice (`docs/object-storage.md`, "What is
+//! fetched").
 //!
 //! An entry's name holds the object's size and a hash of its ETag, as the
 //! directory's listing gave them: another version of the object is another
@@ -24,8 +29,12 @@
 #![cfg_attr(not(feature = "s3"), allow(dead_code))]
 
 use std::fs::{self, File, OpenOptions};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use crate::Choice;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -34,6 +43,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub const CACHE_DIR_ENV: &str = "GULP_CACHE_DIR";
 /// The variable giving the cache's size limit (`500G`, `20GiB`, bytes).
 pub const CACHE_LIMIT_ENV: &str = "GULP_CACHE_LIMIT";
+/// The variable choosing what is fetched of data objects ([`CacheFetch`]).
+pub const CACHE_FETCH_ENV: &str = "GULP_CACHE_FETCH";
 
 const TAG_FILE: &str = "CACHEDIR.TAG";
 const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
@@ -44,6 +55,13 @@ const OBJECTS: &str = "objects";
 const PARTS: &str = "parts";
 const PART_EXT: &str = "part";
 const LOCK_EXT: &str = "lock";
+/// The directory of an object's cached byte ranges is its entry's name
+/// with this extension.
+const RANGES_EXT: &str = "ranges";
+/// Ranges of one read closer than this share a request (and a file in the
+/// cache): the padding between consecutive records, not the frames a
+/// sampler skips.
+const RANGE_GAP: u64 = 4 << 10;
 /// Between an object's key and its version tag in an entry's name; never
 /// in an encoded key.
 const SEP: char = '~';
@@ -58,8 +76,39 @@ pub(crate) struct ObjectId {
     pub(crate) etag: Option<String>,
 }
 
-/// Where remote directories are cached on this node, and how much it may
-/// hold.
+/// What the node cache fetches of a remote directory's data objects
+/// (`docs/object-storage.md`, "What is fetched"). Meta objects are always
+/// fetched whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheFetch {
+    /// `ranges` while the cache's limit is smaller than the directory's
+    /// data objects; when the cache holds them all, a chunk's ranges while
+    /// nothing of it is cached, and the whole chunk (the bytes not yet
+    /// cached) once it was read before — on its second pass, or in a later
+    /// opening.
+    #[default]
+    Auto,
+    /// Each data object whole, on its first read.
+    Chunks,
+    /// Only the byte ranges of the frames read (neighbours less than 4 KiB
+    /// apart in one request).
+    Ranges,
+}
+
+crate::choice!(CacheFetch, "cache_fetch", {
+    CacheFetch::Auto => "auto",
+    CacheFetch::Chunks => "chunks",
+    CacheFetch::Ranges => "ranges",
+});
+
+impl std::fmt::Display for CacheFetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where remote directories are cached on this node, how much it may hold
+/// and what it fetches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheOptions {
     /// The cache directory (made if missing); processes that give the same
@@ -69,6 +118,8 @@ pub struct CacheOptions {
     /// use are never evicted: when they alone fill the limit, reads go to
     /// the store without caching.
     pub limit: Option<u64>,
+    /// What is fetched of data objects: whole, or the ranges read.
+    pub fetch: CacheFetch,
 }
 
 impl CacheOptions {
@@ -77,6 +128,7 @@ impl CacheOptions {
         CacheOptions {
             dir: dir.into(),
             limit: None,
+            fetch: CacheFetch::Auto,
         }
     }
 
@@ -85,8 +137,30 @@ impl CacheOptions {
         CacheOptions { limit, ..self }
     }
 
-    /// The cache that `GULP_CACHE_DIR` and `GULP_CACHE_LIMIT` name, `None`
-    /// when `GULP_CACHE_DIR` is unset or empty.
+    /// The same with a fetch policy.
+    pub fn with_fetch(self, fetch: CacheFetch) -> CacheOptions {
+        CacheOptions { fetch, ..self }
+    }
+
+    /// The fetch policy `GULP_CACHE_FETCH` names (`auto` when unset).
+    pub fn fetch_from_env() -> Result<CacheFetch> {
+        match std::env::var(CACHE_FETCH_ENV) {
+            Ok(text) if !text.trim().is_empty() => {
+                text.trim().parse().map_err(|e: crate::UnknownChoice| {
+                    ErrorKind::Invalid {
+                        path: PathBuf::from(CACHE_FETCH_ENV),
+                        reason: e.to_string(),
+                    }
+                    .into()
+                })
+            }
+            _ => Ok(CacheFetch::Auto),
+        }
+    }
+
+    /// The cache that `GULP_CACHE_DIR`, `GULP_CACHE_LIMIT` and
+    /// `GULP_CACHE_FETCH` name, `None` when `GULP_CACHE_DIR` is unset or
+    /// empty.
     pub fn from_env() -> Result<Option<CacheOptions>> {
         let Some(dir) = std::env::var_os(CACHE_DIR_ENV).filter(|d| !d.is_empty()) else {
             return Ok(None);
@@ -102,7 +176,11 @@ impl CacheOptions {
             }
             _ => None,
         };
-        Ok(Some(CacheOptions::new(dir).with_limit(limit)))
+        Ok(Some(
+            CacheOptions::new(dir)
+                .with_limit(limit)
+                .with_fetch(CacheOptions::fetch_from_env()?),
+        ))
     }
 }
 
@@ -149,6 +227,7 @@ pub(crate) struct Cached {
 pub(crate) struct Cache {
     root: PathBuf,
     limit: Option<u64>,
+    fetch: CacheFetch,
 }
 
 impl Cache {
@@ -167,7 +246,13 @@ impl Cache {
         Ok(Cache {
             root,
             limit: options.limit,
+            fetch: options.fetch,
         })
+    }
+
+    /// What is fetched of data objects.
+    pub(crate) fn fetch(&self) -> CacheFetch {
+        self.fetch
     }
 
     /// The cache directory.
@@ -250,58 +335,103 @@ impl Cache {
         part.lock_shared()
             .map_err(|e| Error::io("locking", &path, e))?;
         self.remove_other_versions(&path);
+        // The object is whole now: its ranges are kept twice.
+        remove_ranges(&with_ext(&path, RANGES_EXT));
         Ok(Some(Cached { file: part, path }))
     }
 
+    /// The byte ranges of the object `url` of this version kept in the
+    /// cache (an empty store when none is).
+    pub(crate) fn ranges(self: &std::sync::Arc<Self>, url: &str, id: &ObjectId) -> RangeStore {
+        let entry = self.entry_path(url, id);
+        RangeStore {
+            cache: std::sync::Arc::clone(self),
+            dir: with_ext(&entry, RANGES_EXT),
+            lock: with_ext(&entry, LOCK_EXT),
+            whole: entry,
+            size: id.size,
+            known: Mutex::new(Vec::new()),
+        }
+    }
+
     /// A new part file for a fetch of `size` bytes, holding an exclusive
-    /// lock, once the cache has room for it (evicting entries least
-    /// recently used first, never one in use); `None` if it cannot have.
+    /// lock, once the cache has room for it; `None` if it cannot have.
     fn reserve(&self, size: u64) -> Result<Option<(File, PathBuf)>> {
+        Ok(self.reserve_all(&[size])?.and_then(|mut parts| parts.pop()))
+    }
+
+    /// New part files for fetches of `sizes` bytes, each holding an
+    /// exclusive lock, once the cache has room for them all (evicting
+    /// entries least recently used first, never one in use); `None` if it
+    /// cannot have.
+    ///
+    /// The lock file holds a ledger: the bytes the cache held at its last
+    /// count plus those reserved since, by every process of the node. It
+    /// only overestimates (what was removed since is still in it), so the
+    /// cache is walked and counted only when the ledger says the limit is
+    /// near, and then evicted down to 90 % of it, so that a cache kept full
+    /// by a stream of small ranges is not walked for each of them.
+    fn reserve_all(&self, sizes: &[u64]) -> Result<Option<Vec<(File, PathBuf)>>> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let global = self.root.join(LOCK_FILE);
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
+            .read(true)
             .write(true)
             .open(&global)
             .map_err(|e| Error::io("opening", &global, e))?;
         lock.lock().map_err(|e| Error::io("locking", &global, e))?;
+        let total: u64 = sizes.iter().sum();
         if let Some(limit) = self.limit {
-            if size > limit {
+            if total > limit {
                 return Ok(None);
             }
-            let parts = self.live_parts()?;
-            let mut entries = self.entries()?;
-            let mut used: u64 = parts + entries.iter().map(|e| e.len).sum::<u64>();
-            if used + size > limit {
-                entries.sort_by_key(|e| e.used);
-                for entry in &entries {
-                    if used + size <= limit {
-                        break;
-                    }
-                    if evict(&entry.path) {
-                        used -= entry.len;
+            let mut ledger = [0u8; 8];
+            let known = lock.read_exact_at(&mut ledger, 0).is_ok();
+            let mut used = u64::from_le_bytes(ledger);
+            if !known || used.saturating_add(total) > limit {
+                let parts = self.live_parts()?;
+                let mut entries = self.entries()?;
+                used = parts + entries.iter().map(|e| e.len).sum::<u64>();
+                let low = limit - limit / 10;
+                if used + total > low {
+                    entries.sort_by_key(|e| e.used);
+                    for entry in &entries {
+                        if used + total <= low {
+                            break;
+                        }
+                        if evict(&entry.path) {
+                            used -= entry.len;
+                        }
                     }
                 }
-                if used + size > limit {
+                if used + total > limit {
+                    let _ = lock.write_all_at(&used.to_le_bytes(), 0);
                     return Ok(None);
                 }
             }
+            // Best effort: a ledger that is not written is counted again.
+            let _ = lock.write_all_at(&(used + total).to_le_bytes(), 0);
         }
-        let name = format!(
-            "{}-{}-{size}.{PART_EXT}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = self.root.join(PARTS).join(name);
-        let part = OpenOptions::new()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io("creating", &path, e))?;
-        part.lock().map_err(|e| Error::io("locking", &path, e))?;
-        Ok(Some((part, path)))
+        let mut parts = Vec::with_capacity(sizes.len());
+        for &size in sizes {
+            let name = format!(
+                "{}-{}-{size}.{PART_EXT}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = self.root.join(PARTS).join(name);
+            let part = OpenOptions::new()
+                .create_new(true)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| Error::io("creating", &path, e))?;
+            part.lock().map_err(|e| Error::io("locking", &path, e))?;
+            parts.push((part, path));
+        }
+        Ok(Some(parts))
     }
 
     /// The bytes that fetches in progress will take (their sizes are in
@@ -381,7 +511,14 @@ impl Cache {
                 .and_then(|n| n.to_str())
                 .and_then(|n| n.rsplit_once(SEP))
                 .is_some_and(|(k, _)| k == key);
-            if same_key && other != path && is_entry(&other) {
+            if !same_key || other == path {
+                continue;
+            }
+            if other.extension().is_some_and(|e| e == RANGES_EXT) {
+                if other != with_ext(path, RANGES_EXT) {
+                    remove_ranges(&other);
+                }
+            } else if is_entry(&other) {
                 evict(&other);
             }
         }
@@ -395,11 +532,322 @@ struct Entry {
     used: SystemTime,
 }
 
-/// Whether `path` names an entry (not its lock file).
+/// Whether `path` names an entry (a whole object, or a range of one; not
+/// a lock file).
 fn is_entry(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.contains(SEP) && !n.ends_with(&format!(".{LOCK_EXT}")))
+    let in_ranges = path
+        .parent()
+        .and_then(Path::extension)
+        .is_some_and(|e| e == RANGES_EXT);
+    in_ranges
+        || path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.contains(SEP) && !n.ends_with(&format!(".{LOCK_EXT}")))
+}
+
+/// Removes the ranges kept in `dir` that no process uses, and `dir` once
+/// empty.
+fn remove_ranges(dir: &Path) {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in listing.flatten() {
+        evict(&entry.path());
+    }
+    let _ = fs::remove_dir(dir);
+}
+
+/// Bytes `start..end` of an object kept in the cache, as the name of their
+/// file (`START-END`).
+fn span_name(span: &Range<u64>) -> String {
+    format!("{}-{}", span.start, span.end)
+}
+
+fn parse_span(name: &str) -> Option<Range<u64>> {
+    let (start, end) = name.split_once('-')?;
+    let (start, end) = (start.parse().ok()?, end.parse().ok()?);
+    (start < end).then_some(start..end)
+}
+
+/// `ranges` merged where they overlap or lie less than `gap` bytes apart,
+/// in increasing order.
+pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// The byte ranges of one object (one version) kept in the node cache:
+/// each fetched span a file `START-END` in the object's `.ranges`
+/// directory, written under a temporary name and renamed into place as
+/// whole objects are, evicted under the same limit and rules. Fetches of
+/// one object are serialised by its lock file (the one a whole fetch
+/// takes), so that the processes of a node fetch each byte once.
+#[derive(Debug)]
+pub(crate) struct RangeStore {
+    cache: std::sync::Arc<Cache>,
+    /// The directory of the spans.
+    dir: PathBuf,
+    /// The object's lock file.
+    lock: PathBuf,
+    /// The object's whole entry.
+    whole: PathBuf,
+    /// The object's size.
+    size: u64,
+    /// The spans this process knows of, in increasing order of start; read
+    /// again from the directory when a range is missing from them.
+    known: Mutex<Vec<Range<u64>>>,
+}
+
+impl RangeStore {
+    /// Whether anything of the object is in the cache: the object whole, or
+    /// some of its ranges.
+    pub(crate) fn any_cached(&self) -> bool {
+        self.whole.exists()
+            || fs::read_dir(&self.dir).is_ok_and(|mut listing| listing.next().is_some())
+    }
+
+    /// Whether the object is in the cache whole.
+    pub(crate) fn whole_cached(&self) -> bool {
+        fs::metadata(&self.whole).is_ok_and(|m| m.len() == self.size)
+    }
+
+    /// The bytes of `ranges`, in order: from the cache where it has them,
+    /// the others fetched by `fetch` (given the spans to fetch: the
+    /// missing ranges coalesced, it returns their bytes in order) and kept.
+    pub(crate) fn read(
+        &self,
+        ranges: &[Range<u64>],
+        fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>>,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; ranges.len()];
+        self.get(ranges, &mut out, Some(fetch))?;
+        out.into_iter()
+            .zip(ranges)
+            .map(|(got, r)| {
+                got.ok_or_else(|| {
+                    ErrorKind::Invalid {
+                        path: self.whole.clone(),
+                        reason: format!("bytes {}..{} were not fetched", r.start, r.end),
+                    }
+                    .into()
+                })
+            })
+            .collect()
+    }
+
+    /// Fetches into the cache those of `ranges` it does not hold (what a
+    /// loader does ahead of its decoding threads); the number of bytes
+    /// fetched.
+    pub(crate) fn fill(
+        &self,
+        ranges: &[Range<u64>],
+        fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>>,
+    ) -> Result<u64> {
+        self.get(ranges, &mut [], Some(fetch))
+    }
+
+    /// Serves `ranges` into `out` (or, when `out` is empty, only checks
+    /// that the cache holds them); fetches what is missing with `fetch`.
+    /// Returns the bytes fetched.
+    fn get(
+        &self,
+        ranges: &[Range<u64>],
+        out: &mut [Option<Vec<u8>>],
+        fetch: Option<impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>>>,
+    ) -> Result<u64> {
+        let read = !out.is_empty();
+        let mut missing = self.serve(ranges, out, read);
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        self.refresh();
+        missing = self.serve(ranges, out, read);
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        // One fetch of an object at a time on the node: another process
+        // (or thread) may be fetching these very ranges.
+        if let Some(parent) = self.lock.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|e| Error::io("making the cache directory", parent, e))?;
+        }
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.lock)
+            .map_err(|e| Error::io("opening", &self.lock, e))?;
+        lock.lock()
+            .map_err(|e| Error::io("locking", &self.lock, e))?;
+        self.refresh();
+        missing = self.serve(ranges, out, read);
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        // Another process may have fetched the object whole meanwhile.
+        if let Some(whole) = open_valid(&self.whole, self.size)? {
+            for k in missing {
+                if read {
+                    let r = &ranges[k];
+                    let mut buf = vec![0; usize::try_from(r.end - r.start).unwrap_or(0)];
+                    whole
+                        .file
+                        .read_exact_at(&mut buf, r.start)
+                        .map_err(|e| Error::io("reading", &self.whole, e))?;
+                    out[k] = Some(buf);
+                }
+            }
+            return Ok(0);
+        }
+        let wanted: Vec<Range<u64>> = missing.iter().map(|&k| ranges[k].clone()).collect();
+        let spans = coalesce(&wanted, RANGE_GAP);
+        let Some(fetch) = fetch else { return Ok(0) };
+        let bytes = fetch(&spans)?;
+        let fetched = bytes.iter().map(|b| b.len() as u64).sum();
+        self.keep(&spans, &bytes)?;
+        if read {
+            for k in missing {
+                let r = &ranges[k];
+                let at = spans.partition_point(|s| s.end < r.end);
+                let (Some(span), Some(got)) = (spans.get(at), bytes.get(at)) else {
+                    continue;
+                };
+                if span.start <= r.start && r.end <= span.end {
+                    let from = usize::try_from(r.start - span.start).unwrap_or(usize::MAX);
+                    let to = usize::try_from(r.end - span.start).unwrap_or(usize::MAX);
+                    out[k] = got.get(from..to).map(<[u8]>::to_vec);
+                }
+            }
+        }
+        Ok(fetched)
+    }
+
+    /// Writes the fetched `spans` into the cache, if it has room for them.
+    fn keep(&self, spans: &[Range<u64>], bytes: &[Vec<u8>]) -> Result<()> {
+        let sizes: Vec<u64> = bytes.iter().map(|b| b.len() as u64).collect();
+        let Some(parts) = self.cache.reserve_all(&sizes)? else {
+            return Ok(());
+        };
+        fs::create_dir_all(&self.dir)
+            .map_err(|e| Error::io("making the cache directory", &self.dir, e))?;
+        let mut kept = Vec::with_capacity(spans.len());
+        for ((span, got), (part, part_path)) in spans.iter().zip(bytes).zip(parts) {
+            let path = self.dir.join(span_name(span));
+            let done = part
+                .write_all_at(got, 0)
+                .and_then(|()| part.sync_data())
+                .and_then(|()| fs::rename(&part_path, &path));
+            match done {
+                Ok(()) => kept.push(span.clone()),
+                Err(e) => {
+                    let _ = fs::remove_file(&part_path);
+                    return Err(Error::io("writing", &part_path, e));
+                }
+            }
+        }
+        if let Ok(dir) = File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        known.extend(kept);
+        known.sort_by_key(|r| r.start);
+        Ok(())
+    }
+
+    /// Reads the spans in the directory again.
+    fn refresh(&self) {
+        let mut spans: Vec<Range<u64>> = fs::read_dir(&self.dir)
+            .map(|listing| {
+                listing
+                    .flatten()
+                    .filter_map(|e| parse_span(e.file_name().to_str()?))
+                    .filter(|s| s.end <= self.size)
+                    .collect()
+            })
+            .unwrap_or_default();
+        spans.sort_by_key(|r| r.start);
+        *self.known.lock().unwrap_or_else(PoisonError::into_inner) = spans;
+    }
+
+    /// The span known to hold `r`, if any.
+    fn span_of(&self, r: &Range<u64>) -> Option<Range<u64>> {
+        let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        let end = known.partition_point(|s| s.start <= r.start);
+        known[..end]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|s| r.end <= s.end)
+            .cloned()
+    }
+
+    /// Serves what the known spans hold of `ranges` into `out` (when
+    /// `read`; else only checks they are known); the indices of the
+    /// others. A span whose file is gone or has another length is
+    /// forgotten (and removed).
+    fn serve(&self, ranges: &[Range<u64>], out: &mut [Option<Vec<u8>>], read: bool) -> Vec<usize> {
+        let mut missing = Vec::new();
+        for (k, r) in ranges.iter().enumerate() {
+            if read && out[k].is_some() {
+                continue;
+            }
+            let got = self.span_of(r).and_then(|span| {
+                if !read {
+                    return Some(Vec::new());
+                }
+                let got = self.read_span(&span, r);
+                if got.is_none() {
+                    self.known
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .retain(|s| *s != span);
+                }
+                got
+            });
+            match got {
+                Some(bytes) if read => out[k] = Some(bytes),
+                Some(_) => {}
+                None => missing.push(k),
+            }
+        }
+        missing
+    }
+
+    /// Bytes `r` from the file of `span`, `None` if it is not there whole.
+    fn read_span(&self, span: &Range<u64>, r: &Range<u64>) -> Option<Vec<u8>> {
+        let path = self.dir.join(span_name(span));
+        let file = File::open(&path).ok()?;
+        if file.metadata().ok()?.len() != span.end - span.start {
+            drop(file);
+            evict(&path);
+            return None;
+        }
+        let mut buf = vec![0; usize::try_from(r.end - r.start).ok()?];
+        file.read_exact_at(&mut buf, r.start - span.start).ok()?;
+        // Least recently used first: the use time is the file's mtime.
+        let _ = file.set_modified(SystemTime::now());
+        Some(buf)
+    }
+
+    /// The spans in the cache, each with its file (for a whole fetch that
+    /// starts from them).
+    pub(crate) fn spans(&self) -> Vec<(Range<u64>, PathBuf)> {
+        self.refresh();
+        let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        known
+            .iter()
+            .map(|s| (s.clone(), self.dir.join(span_name(s))))
+            .collect()
+    }
 }
 
 /// Removes the entry at `path` unless a process uses it; whether it did.
@@ -493,8 +941,17 @@ fn write_all(file: &File, path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 #[cfg(test)]
+// A list of one byte range is what these tests mean, not a list of numbers.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
+
+    /// Bytes `r` of `object`.
+    fn part<'a>(object: &'a [u8], r: &Range<u64>) -> &'a [u8] {
+        let start = usize::try_from(r.start).expect("small");
+        let end = usize::try_from(r.end).expect("small");
+        &object[start..end]
+    }
 
     fn id(size: u64, etag: &str) -> ObjectId {
         ObjectId {
@@ -661,5 +1118,119 @@ mod tests {
             .expect("a");
         assert!(a.is_some(), "the stale part's 8 bytes were not counted");
         assert!(!stale.exists());
+    }
+
+    /// A fetch from `object` that records the spans it was asked for.
+    fn from<'a>(
+        object: &'a [u8],
+        asked: &'a Mutex<Vec<Range<u64>>>,
+    ) -> impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>> + 'a {
+        move |spans| {
+            asked.lock().expect("lock").extend(spans.iter().cloned());
+            Ok(spans.iter().map(|s| part(object, s).to_vec()).collect())
+        }
+    }
+
+    #[test]
+    fn ranges_are_fetched_once_coalesced_and_served_from_the_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = std::sync::Arc::new(Cache::open(&CacheOptions::new(dir.path())).expect("open"));
+        let object: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let v1 = id(object.len() as u64, "one");
+        let store = cache.ranges("s3://b/data_0.gulp", &v1);
+        assert!(!store.any_cached());
+        let asked = Mutex::new(Vec::new());
+        // Two neighbours (one request) and one far away.
+        let want = [100..200, 204..300, 50_000..50_100];
+        let got = store.read(&want, from(&object, &asked)).expect("read");
+        for (r, bytes) in want.iter().zip(&got) {
+            assert_eq!(&bytes[..], part(&object, r));
+        }
+        assert_eq!(*asked.lock().expect("lock"), vec![100..300, 50_000..50_100]);
+        assert!(store.any_cached() && !store.whole_cached());
+        // Another process's store finds them on disk: nothing fetched.
+        let other = cache.ranges("s3://b/data_0.gulp", &v1);
+        let asked = Mutex::new(Vec::new());
+        let got = other
+            .read(&[150..250, 50_010..50_020], from(&object, &asked))
+            .expect("read");
+        assert!(asked.lock().expect("lock").is_empty());
+        assert_eq!(&got[0][..], &object[150..250]);
+        assert_eq!(&got[1][..], &object[50_010..50_020]);
+        // Only what is missing is fetched, and `fill` keeps without reading.
+        let asked = Mutex::new(Vec::new());
+        let fetched = other
+            .fill(&[250..400, 60_000..60_010], from(&object, &asked))
+            .expect("fill");
+        assert_eq!(*asked.lock().expect("lock"), vec![250..400, 60_000..60_010]);
+        assert_eq!(fetched, 160);
+        // A damaged span is never served: fetched again.
+        let span = store.dir.join("50000-50100");
+        fs::write(&span, b"short").expect("damage");
+        let asked = Mutex::new(Vec::new());
+        let got = cache
+            .ranges("s3://b/data_0.gulp", &v1)
+            .read(&[50_000..50_100], from(&object, &asked))
+            .expect("read");
+        assert_eq!(&got[0][..], &object[50_000..50_100]);
+        assert_eq!(*asked.lock().expect("lock"), vec![50_000..50_100]);
+        assert_eq!(fs::read(&span).expect("span").len(), 100);
+        assert_eq!(fs::read_dir(dir.path().join(PARTS)).expect("ls").count(), 0);
+    }
+
+    #[test]
+    fn a_whole_copy_replaces_the_ranges_and_the_limit_counts_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = std::sync::Arc::new(
+            Cache::open(&CacheOptions::new(dir.path()).with_limit(Some(25_000))).expect("open"),
+        );
+        let object: Vec<u8> = (0..20_000u32).map(|i| (i % 7) as u8).collect();
+        let v1 = id(20_000, "one");
+        let store = cache.ranges("s3://b/k", &v1);
+        let asked = Mutex::new(Vec::new());
+        store
+            .fill(&[0..100, 10_000..10_100], from(&object, &asked))
+            .expect("fill");
+        assert_eq!(
+            store
+                .spans()
+                .iter()
+                .map(|(r, _)| r.clone())
+                .collect::<Vec<_>>(),
+            vec![0..100, 10_000..10_100]
+        );
+        // 200 bytes of ranges + 24,900 of another object: over the limit, so
+        // the ranges (least recently used) are evicted.
+        let other = cache
+            .get("s3://b/other", &id(24_900, "x"), |f| {
+                write_all(f, Path::new("t"), &[1; 24_900])
+            })
+            .expect("get")
+            .expect("room");
+        assert!(store.spans().is_empty(), "the ranges were evicted");
+        drop(other);
+        // A whole copy of an object removes its ranges.
+        store.fill(&[0..100], from(&object, &asked)).expect("fill");
+        assert_eq!(store.spans().len(), 1);
+        let whole = cache
+            .get("s3://b/k", &v1, |f| write_all(f, Path::new("t"), &object))
+            .expect("get")
+            .expect("room");
+        assert!(store.whole_cached() && store.spans().is_empty());
+        assert!(!store.dir.exists());
+        drop(whole);
+    }
+
+    #[test]
+    fn fetch_policies_parse_by_name() {
+        for name in <CacheFetch as crate::Choice>::NAMES {
+            assert_eq!(name.parse::<CacheFetch>().expect("parses").name(), *name);
+        }
+        assert_eq!("ranges".parse::<CacheFetch>(), Ok(CacheFetch::Ranges));
+        let err = "some".parse::<CacheFetch>().expect_err("unknown");
+        assert!(
+            err.to_string().contains("'auto', 'chunks', 'ranges'"),
+            "{err}"
+        );
     }
 }

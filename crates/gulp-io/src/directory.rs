@@ -15,7 +15,7 @@ use gulp_format::{
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::cache::{Cache, CacheOptions};
+use crate::cache::{Cache, CacheFetch, CacheOptions, RangeStore};
 use crate::error::{Error, ErrorKind, Result};
 use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
@@ -46,6 +46,23 @@ pub struct ChunkEntry {
     /// Held while the meta is parsed, so that it is parsed once.
     loading: Mutex<()>,
     reader: OnceLock<ChunkReader>,
+    /// The node cache's ranges of the data object (made on first use).
+    ranges: OnceLock<Option<Arc<RangeStore>>>,
+    /// Whether the data object is fetched whole rather than by ranges,
+    /// as far as the policy alone decides ([`Fetch`]).
+    fetch: Fetch,
+}
+
+/// What a directory's [`CacheFetch`] policy comes to, given its size and
+/// its cache's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fetch {
+    /// Whole objects.
+    Whole,
+    /// Ranges only.
+    Ranges,
+    /// Ranges on a chunk's first read, the whole chunk on a later one.
+    RangesThenWhole,
 }
 
 impl ChunkEntry {
@@ -78,14 +95,73 @@ impl ChunkEntry {
     /// evicted) while the reader lives: a loader opens the readers of the
     /// chunks it needs next ahead of time, and drops each after its last
     /// use.
+    ///
+    /// What is fetched is the cache's [`CacheFetch`] policy's choice: with
+    /// ranges, the reader fetches (and caches) the ranges of the frames
+    /// read only ([`fetches_whole`](Self::fetches_whole)).
     pub fn data_reader(&self, mode: ReadMode) -> Result<ChunkReader> {
-        ChunkReader::from_source(
-            &self.data,
-            self.meta_path.clone(),
-            self.chunk,
-            Arc::new(ChunkMeta::default()),
-            mode,
-        )
+        self.open_reader(Arc::new(ChunkMeta::default()), mode, self.fetches_whole())
+    }
+
+    /// Whether [`data_reader`](Self::data_reader) fetches the data object
+    /// whole into the node cache now, rather than the ranges read: always
+    /// with the policy `chunks`, never with `ranges`; with `auto`, when the
+    /// cache's limit holds the directory's data and the chunk was read
+    /// before (the cache holds some of it). `true` for a local file or
+    /// without a cache (nothing is fetched by ranges then).
+    pub fn fetches_whole(&self) -> bool {
+        match self.fetch {
+            Fetch::Whole => true,
+            Fetch::Ranges => false,
+            Fetch::RangesThenWhole => self.range_store().is_none_or(|r| r.any_cached()),
+        }
+    }
+
+    /// A reader of the data file alone that fetches only the ranges read
+    /// (through the node cache's ranges of the object, which it keeps);
+    /// [`data_reader`](Self::data_reader) for a local file or without a
+    /// cache.
+    pub fn range_reader(&self, mode: ReadMode) -> Result<ChunkReader> {
+        self.open_reader(Arc::new(ChunkMeta::default()), mode, false)
+    }
+
+    /// A reader of the data file alone with the data object fetched whole
+    /// into the node cache when it is not there (read from the store when
+    /// the cache has no room), whatever the fetch policy.
+    pub fn whole_reader(&self, mode: ReadMode) -> Result<ChunkReader> {
+        self.open_reader(Arc::new(ChunkMeta::default()), mode, true)
+    }
+
+    /// A reader of the data file with `meta`: the object fetched whole into
+    /// the node cache (`whole`, or when the cache holds it whole already),
+    /// else read by ranges through the cache.
+    fn open_reader(
+        &self,
+        meta: Arc<ChunkMeta>,
+        mode: ReadMode,
+        whole: bool,
+    ) -> Result<ChunkReader> {
+        #[cfg(feature = "s3")]
+        if let Some(store) = self.range_store().filter(|_| !whole) {
+            // A whole copy in the cache serves better than ranges.
+            if !store.whole_cached() {
+                return ChunkReader::from_ranges(
+                    &self.data,
+                    Arc::clone(store),
+                    self.meta_path.clone(),
+                    self.chunk,
+                    meta,
+                );
+            }
+        }
+        let _ = whole;
+        ChunkReader::from_source(&self.data, self.meta_path.clone(), self.chunk, meta, mode)
+    }
+
+    fn range_store(&self) -> Option<&Arc<RangeStore>> {
+        self.ranges
+            .get_or_init(|| self.data.range_store().map(Arc::new))
+            .as_ref()
     }
 
     /// [`data_reader`](Self::data_reader) from the node cache only: the
@@ -366,6 +442,22 @@ impl GulpDirectory {
             .into());
         }
 
+        let fetch = match cache.as_deref().map(|c| (c.fetch(), c.limit())) {
+            None | Some((CacheFetch::Chunks, _)) => Fetch::Whole,
+            Some((CacheFetch::Ranges, _)) => Fetch::Ranges,
+            Some((CacheFetch::Auto, limit)) => {
+                let total = pairs.iter().fold(0u64, |acc, (_, d, m)| {
+                    [d, m].iter().fold(acc, |acc, s| {
+                        acc.saturating_add(s.object.as_ref().map_or(0, |o| o.size))
+                    })
+                });
+                if limit.is_none_or(|limit| total <= limit) {
+                    Fetch::RangesThenWhole
+                } else {
+                    Fetch::Ranges
+                }
+            }
+        };
         let hasher = foldhash::fast::RandomState::default();
         let (indices, hashes): (Vec<MetaIndex>, Vec<Vec<u64>>) =
             read_indices(&pairs, &hasher)?.into_iter().unzip();
@@ -382,6 +474,8 @@ impl GulpDirectory {
                 meta: OnceLock::new(),
                 loading: Mutex::new(()),
                 reader: OnceLock::new(),
+                ranges: OnceLock::new(),
+                fetch,
             })
             .collect();
         let lookup = build_lookup(&chunks, &hashes, &hasher)?;
@@ -525,12 +619,10 @@ impl GulpDirectory {
         if let Some(reader) = entry.reader.get() {
             return Ok(reader);
         }
-        let reader = ChunkReader::from_source(
-            &entry.data,
-            entry.meta_path.clone(),
-            entry.chunk,
+        let reader = entry.open_reader(
             Arc::clone(entry.meta_arc()?),
             self.mode,
+            entry.fetches_whole(),
         )?;
         Ok(entry.reader.get_or_init(|| reader))
     }

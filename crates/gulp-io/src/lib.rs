@@ -55,7 +55,9 @@ mod storage;
 mod turbo;
 mod writer;
 
-pub use crate::cache::{CACHE_DIR_ENV, CACHE_LIMIT_ENV, CacheOptions, parse_size};
+pub use crate::cache::{
+    CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheFetch, CacheOptions, parse_size,
+};
 pub use crate::choice::{Choice, UnknownChoice, quoted};
 pub use crate::decode::{
     Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegFrame,

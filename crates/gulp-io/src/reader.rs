@@ -10,6 +10,8 @@ use gulp_format::{ChunkMeta, FrameInfo, ItemMeta, data_file_name, meta_file_name
 use memmap2::Mmap;
 
 use crate::cache::Cached;
+#[cfg(feature = "s3")]
+use crate::cache::RangeStore;
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
 use crate::storage::Source;
@@ -46,9 +48,14 @@ pub enum ReadMode {
 enum Data {
     Mapped(Mmap),
     File(Mutex<File>),
-    /// An object in an object store: frames are range requests.
+    /// An object in an object store: frames are range requests, through
+    /// the node cache's ranges of the object when there is one.
     #[cfg(feature = "s3")]
-    Remote(crate::remote::Object),
+    Remote {
+        object: crate::remote::Object,
+        ranges: Option<Arc<RangeStore>>,
+        etag: Option<String>,
+    },
 }
 
 /// One chunk opened for reading: its meta, and its data file mapped.
@@ -128,7 +135,11 @@ impl ChunkReader {
                 data_path,
                 meta_path,
                 meta,
-                data: Data::Remote(object),
+                data: Data::Remote {
+                    object,
+                    ranges: None,
+                    etag: None,
+                },
                 data_len,
                 _cached: None,
             });
@@ -160,6 +171,61 @@ impl ChunkReader {
             data_len,
             _cached: cached,
         })
+    }
+
+    /// A reader of the object `data` that reads the byte ranges it is
+    /// asked for through the node cache's `ranges` of it: from the cache
+    /// where it holds them, else from the store, keeping them.
+    #[cfg(feature = "s3")]
+    pub(crate) fn from_ranges(
+        data: &Source,
+        ranges: Arc<RangeStore>,
+        meta_path: PathBuf,
+        chunk: u64,
+        meta: Arc<ChunkMeta>,
+    ) -> Result<ChunkReader> {
+        let object = crate::remote::Object::at(&data.path)?;
+        let (data_len, etag) = match &data.object {
+            Some(listed) => (listed.size, listed.etag.clone()),
+            None => (object.size()?, None),
+        };
+        Ok(ChunkReader {
+            chunk,
+            data_path: data.path.clone(),
+            meta_path,
+            meta,
+            data: Data::Remote {
+                object,
+                ranges: Some(ranges),
+                etag,
+            },
+            data_len,
+            _cached: None,
+        })
+    }
+
+    /// Fetches into the node cache the records `(frame index, frame_info)`
+    /// of `id` it does not hold, when this reader reads an object's ranges
+    /// through the cache (what a loader does ahead of its decoding
+    /// threads); the bytes fetched (0 for any other reader).
+    pub fn fetch_records(&self, id: &str, records: &[(usize, FrameInfo)]) -> Result<u64> {
+        #[cfg(feature = "s3")]
+        if let Data::Remote {
+            object,
+            ranges: Some(store),
+            etag,
+        } = &self.data
+        {
+            let spans = records
+                .iter()
+                .map(|(k, fi)| self.record_range(id, *k, fi))
+                .collect::<Result<Vec<_>>>()?;
+            return store
+                .fill(&spans, |spans| object.get_spans(spans, etag.as_deref()))
+                .map_err(|e| self.locate_remote(e, id));
+        }
+        let _ = (id, records);
+        Ok(0)
     }
 
     /// Whether the data is read from the node cache.
@@ -281,7 +347,34 @@ impl ChunkReader {
         records: &[(usize, FrameInfo)],
     ) -> Result<Vec<Cow<'_, [u8]>>> {
         #[cfg(feature = "s3")]
-        if let Data::Remote(object) = &self.data {
+        if let Data::Remote {
+            object,
+            ranges: Some(store),
+            etag,
+        } = &self.data
+        {
+            // Whole records are kept (their padding too), so that the
+            // ranges of consecutive items meet and a whole copy made from
+            // them later fetches only what was never read.
+            let spans = records
+                .iter()
+                .map(|(k, fi)| self.record_range(id, *k, fi))
+                .collect::<Result<Vec<_>>>()?;
+            let got = store
+                .read(&spans, |spans| object.get_spans(spans, etag.as_deref()))
+                .map_err(|e| self.locate_remote(e, id))?;
+            return records
+                .iter()
+                .zip(got)
+                .map(|((k, fi), mut bytes)| {
+                    let (start, end) = self.jpeg_range(id, *k, fi)?;
+                    bytes.truncate(usize::try_from(end - start).unwrap_or(usize::MAX));
+                    Ok(Cow::Owned(bytes))
+                })
+                .collect();
+        }
+        #[cfg(feature = "s3")]
+        if let Data::Remote { object, .. } = &self.data {
             let ranges = records
                 .iter()
                 .map(|(k, fi)| {
@@ -332,7 +425,11 @@ impl ChunkReader {
                 }
             }
             #[cfg(feature = "s3")]
-            Data::Remote(object) => {
+            Data::Remote { object, ranges, .. } => {
+                if ranges.is_some() {
+                    let mut got = self.records_at(id, &[(index, *fi)])?;
+                    return Ok(got.pop().unwrap_or_default());
+                }
                 let range = start..end;
                 let mut got = object
                     .get_ranges(std::slice::from_ref(&range))
@@ -353,6 +450,14 @@ impl ChunkReader {
                 Ok(Cow::Owned(buf))
             }
         }
+    }
+
+    /// Byte range of a whole record (`loc .. loc + length`), checked as
+    /// [`jpeg_range`](Self::jpeg_range) checks it.
+    #[cfg(feature = "s3")]
+    fn record_range(&self, id: &str, index: usize, fi: &FrameInfo) -> Result<std::ops::Range<u64>> {
+        let (start, _) = self.jpeg_range(id, index, fi)?;
+        Ok(start..fi.end().unwrap_or(start))
     }
 
     /// Byte range of a record's JPEG (`loc .. loc + length - pad`), checked

@@ -22,6 +22,9 @@ use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig
 
 use crate::error::{ErrorKind, Result};
 
+/// The spans of one read fetched at once (each its own request).
+const SPANS_AT_ONCE: usize = 8;
+
 /// The URL scheme of S3 and compatible stores.
 pub const SCHEME: &str = "s3://";
 
@@ -293,74 +296,94 @@ impl Object {
         Ok(out)
     }
 
-    /// Writes the whole object, of `size` bytes, into `file` at its offsets:
-    /// parts of 8 MiB, four at a time, each asked for with `If-Match: etag`
-    /// so that every part comes from the version listed (another version is
-    /// an error, never a mix), and each tried again up to `GULP_S3_RETRIES`
-    /// times when its transfer fails (a reset connection, a timeout).
+    /// Bytes `range` of the object, asked for with `If-Match: etag` so
+    /// that they come from the version listed (another version is an
+    /// error, never a mix), and tried again up to `GULP_S3_RETRIES` times
+    /// when the transfer fails (a reset connection, a timeout).
+    async fn fetch_range(&self, range: Range<u64>, etag: Option<&str>) -> Result<Vec<u8>> {
+        let retries = retries();
+        let mut attempt = 0;
+        loop {
+            count(1);
+            let options = GetOptions {
+                range: Some(GetRange::Bounded(range.clone())),
+                if_match: etag.map(str::to_owned),
+                ..GetOptions::default()
+            };
+            let got = async {
+                let got = self.bucket.store.get_opts(&self.key, options).await?;
+                got.bytes().await
+            }
+            .await;
+            let failed = match got {
+                Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
+                    received(bytes.len());
+                    return Ok(bytes.to_vec());
+                }
+                Ok(bytes) => {
+                    received(bytes.len());
+                    format!(
+                        "got {} bytes (the object is shorter than its listing says)",
+                        bytes.len()
+                    )
+                }
+                Err(object_store::Error::Precondition { .. }) => {
+                    return Err(remote_err(
+                        &self.url,
+                        Some(&range),
+                        "the object changed after the directory was opened (open it again)",
+                    ));
+                }
+                Err(e @ object_store::Error::NotFound { .. }) => {
+                    return Err(self.fail(Some(&range), e));
+                }
+                Err(e) => clean(&e),
+            };
+            if attempt >= retries {
+                return Err(remote_err(
+                    &self.url,
+                    Some(&range),
+                    format!("{failed} (after {} attempts)", attempt + 1),
+                ));
+            }
+            attempt += 1;
+            tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
+        }
+    }
+
+    /// The bytes of `spans` (each fetched as one request, [`SPANS_AT_ONCE`]
+    /// at a time, as [`fetch_range`](Self::fetch_range) fetches), in order.
+    pub(crate) fn get_spans(
+        &self,
+        spans: &[Range<u64>],
+        etag: Option<&str>,
+    ) -> Result<Vec<Vec<u8>>> {
+        runtime().block_on(
+            futures::stream::iter(spans.iter().cloned())
+                .map(|span| self.fetch_range(span, etag))
+                .buffered(SPANS_AT_ONCE)
+                .try_collect(),
+        )
+    }
+
+    /// Writes the object, of `size` bytes, into `file` at its offsets, but
+    /// for the ranges `have` (already written): parts of at most 8 MiB,
+    /// four at a time, each as [`fetch_range`](Self::fetch_range) fetches.
     pub(crate) fn download(
         &self,
         file: &std::fs::File,
         size: u64,
         etag: Option<&str>,
+        have: &[Range<u64>],
     ) -> Result<()> {
         use std::os::unix::fs::FileExt;
         const PART: u64 = 8 << 20;
         const PARALLEL: usize = 4;
-        let parts: Vec<Range<u64>> = (0..size.div_ceil(PART))
-            .map(|i| i * PART..((i + 1) * PART).min(size))
-            .collect();
-        let retries = retries();
+        let parts = missing_parts(size, have, PART);
         let fetch = |range: Range<u64>| async move {
-            let mut attempt = 0;
-            loop {
-                count(1);
-                let options = GetOptions {
-                    range: Some(GetRange::Bounded(range.clone())),
-                    if_match: etag.map(str::to_owned),
-                    ..GetOptions::default()
-                };
-                let got = async {
-                    let got = self.bucket.store.get_opts(&self.key, options).await?;
-                    got.bytes().await
-                }
-                .await;
-                let failed = match got {
-                    Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
-                        received(bytes.len());
-                        return file
-                            .write_all_at(&bytes, range.start)
-                            .map_err(|e| crate::Error::io("writing", Path::new(&self.url), e));
-                    }
-                    Ok(bytes) => {
-                        received(bytes.len());
-                        format!(
-                            "got {} bytes (the object is shorter than its listing says)",
-                            bytes.len()
-                        )
-                    }
-                    Err(object_store::Error::Precondition { .. }) => {
-                        return Err(remote_err(
-                            &self.url,
-                            Some(&range),
-                            "the object changed after the directory was opened (open it again)",
-                        ));
-                    }
-                    Err(e @ object_store::Error::NotFound { .. }) => {
-                        return Err(self.fail(Some(&range), e));
-                    }
-                    Err(e) => clean(&e),
-                };
-                if attempt >= retries {
-                    return Err(remote_err(
-                        &self.url,
-                        Some(&range),
-                        format!("{failed} (after {} attempts)", attempt + 1),
-                    ));
-                }
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
-            }
+            let bytes = self.fetch_range(range.clone(), etag).await?;
+            file.write_all_at(&bytes, range.start)
+                .map_err(|e| crate::Error::io("writing", Path::new(&self.url), e))
         };
         runtime().block_on(
             futures::stream::iter(parts)
@@ -431,6 +454,30 @@ fn clean(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The parts, of at most `part` bytes, of `0..size` that `have` does not
+/// cover.
+fn missing_parts(size: u64, have: &[Range<u64>], part: u64) -> Vec<Range<u64>> {
+    let mut parts = Vec::new();
+    let mut at = 0;
+    let covered = crate::cache::coalesce(have, 0);
+    // Each covered range ends the hole before it; the end of the object
+    // ends the last.
+    for (start, end) in covered
+        .iter()
+        .map(|c| (c.start.min(size), c.end.min(size)))
+        .chain(std::iter::once((size, size)))
+    {
+        let mut from = at;
+        while from < start {
+            let to = (from + part).min(start);
+            parts.push(from..to);
+            from = to;
+        }
+        at = at.max(end);
+    }
+    parts
 }
 
 /// Requests [`Object::get_ranges`] sends for `ranges`: object_store merges
@@ -564,6 +611,16 @@ mod tests {
         );
         assert!(split(Path::new("s3:///x")).is_err());
         assert!(is_remote(Path::new("s3://b/x")) && !is_remote(Path::new("/data/x")));
+    }
+
+    #[test]
+    // A list of one byte range is what is meant, not a list of numbers.
+    #[allow(clippy::single_range_in_vec_init)]
+    fn a_whole_fetch_asks_for_what_the_ranges_do_not_cover() {
+        assert_eq!(missing_parts(10, &[], 4), vec![0..4, 4..8, 8..10]);
+        assert_eq!(missing_parts(10, &[2..4, 3..6], 4), vec![0..2, 6..10]);
+        assert_eq!(missing_parts(10, &[0..10], 4), Vec::<Range<u64>>::new());
+        assert_eq!(missing_parts(10, &[8..10, 0..1], 100), vec![1..8]);
     }
 
     #[test]

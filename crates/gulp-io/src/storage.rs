@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::{Cache, Cached, ObjectId};
+use crate::cache::{Cache, Cached, ObjectId, RangeStore};
 
 #[cfg(not(feature = "s3"))]
 use crate::error::ErrorKind;
@@ -90,20 +90,40 @@ impl Source {
         }
     }
 
+    /// The byte ranges of the object kept in the node cache; `None` for a
+    /// local file or an object without a cache.
+    pub(crate) fn range_store(&self) -> Option<RangeStore> {
+        let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
+            return None;
+        };
+        Some(cache.ranges(self.path.to_str().unwrap_or_default(), object))
+    }
+
     /// The object's cached copy, in use while the result lives: fetched
-    /// whole into the cache when missing. `None` for a local file, an
-    /// object without a cache, or when the cache has no room (then the
-    /// object is read from the store).
+    /// whole into the cache when missing (the ranges of it the cache holds
+    /// copied, the rest fetched). `None` for a local file, an object
+    /// without a cache, or when the cache has no room (then the object is
+    /// read from the store).
     pub(crate) fn cached(&self) -> Result<Option<Cached>> {
         let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
             return Ok(None);
         };
         #[cfg(feature = "s3")]
         {
+            use std::os::unix::fs::FileExt;
             let url = self.path.to_str().unwrap_or_default();
             let remote = crate::remote::Object::at(&self.path)?;
             cache.get(url, object, |file| {
-                remote.download(file, object.size, object.etag.as_deref())
+                let mut have = Vec::new();
+                for (span, path) in cache.ranges(url, object).spans() {
+                    let Ok(bytes) = fs::read(&path) else { continue };
+                    if bytes.len() as u64 == span.end - span.start {
+                        file.write_all_at(&bytes, span.start)
+                            .map_err(|e| Error::io("writing", &path, e))?;
+                        have.push(span);
+                    }
+                }
+                remote.download(file, object.size, object.etag.as_deref(), &have)
             })
         }
         #[cfg(not(feature = "s3"))]

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use gulp_format::Value;
@@ -27,6 +28,9 @@ pub(crate) struct Dir {
     /// Per chunk, its data file (opened on first use, without its meta;
     /// from a node cache, dropped after its last use in a pass).
     readers: Vec<Mutex<Option<Arc<ChunkReader>>>>,
+    /// Per chunk, whether the pass reads it by ranges through the node
+    /// cache rather than whole (set when a pass is scheduled).
+    ranged: Vec<AtomicBool>,
 }
 
 /// A chunk of one of the loader's sources: (source, chunk index).
@@ -104,9 +108,39 @@ impl Catalog {
             return Ok(Arc::clone(reader));
         }
         let entry = &dir.dir.chunks()[chunk as usize];
-        let reader = Arc::new(entry.data_reader(dir.dir.read_mode())?);
+        let mode = dir.dir.read_mode();
+        let reader = Arc::new(if dir.ranged[chunk as usize].load(Ordering::Relaxed) {
+            entry.range_reader(mode)?
+        } else {
+            entry.whole_reader(mode)?
+        });
         *cell = Some(Arc::clone(&reader));
         Ok(reader)
+    }
+
+    /// Decides, for a pass, whether chunk `key` is read by ranges
+    /// (the directory's fetch policy, [`gulp_io::CacheFetch`]); returns it.
+    pub(crate) fn plan_ranges(&self, (source, chunk): ChunkKey) -> bool {
+        let dir = &self.dirs[source as usize];
+        let ranged = !dir.dir.chunks()[chunk as usize].fetches_whole();
+        dir.ranged[chunk as usize].store(ranged, Ordering::Relaxed);
+        ranged
+    }
+
+    /// Fetches into the node cache the frames `frames` (indices into the
+    /// item's records) of `item` that it does not hold, when the pass
+    /// reads its chunk by ranges; the bytes fetched.
+    pub(crate) fn fetch_frames(&self, item: &Item, frames: &[usize]) -> Result<u64> {
+        let records: Vec<(usize, gulp_format::FrameInfo)> = frames
+            .iter()
+            .map(|&k| (k, self.frames.get(item.first + k)))
+            .collect();
+        Ok(self.reader(item)?.fetch_records(self.id(item), &records)?)
+    }
+
+    /// Whether the pass reads chunk `key` by ranges.
+    pub(crate) fn reads_ranges(&self, (source, chunk): ChunkKey) -> bool {
+        self.dirs[source as usize].ranged[chunk as usize].load(Ordering::Relaxed)
     }
 
     /// Opens chunk `key` from the node cache, fetching it into the cache
@@ -241,6 +275,9 @@ impl Catalog {
                 .into_iter()
                 .map(|dir| Dir {
                     readers: (0..dir.chunks().len()).map(|_| Mutex::new(None)).collect(),
+                    ranged: (0..dir.chunks().len())
+                        .map(|_| AtomicBool::new(false))
+                        .collect(),
                     dir,
                 })
                 .collect(),

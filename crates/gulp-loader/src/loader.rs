@@ -546,9 +546,15 @@ impl Loader {
         // From a node cache: the chunks of the batches after those in
         // flight, fetched ahead.
         let fetcher = schedule.clone().map(|schedule| {
-            let (inner, cancel) = (Arc::clone(&inner), Arc::clone(&cancel));
+            let (inner, cancel, samples) = (
+                Arc::clone(&inner),
+                Arc::clone(&cancel),
+                Arc::clone(&samples),
+            );
             std::thread::spawn(move || {
-                schedule.fetch_ahead(&inner.catalog, 2 * in_flight, &cancel);
+                schedule.fetch_ahead(&inner.catalog, 2 * in_flight, &cancel, |batch| {
+                    fetch_ranges(&inner, &samples, epoch, batch)
+                });
             })
         });
         let mut batches = Batches {
@@ -574,8 +580,10 @@ impl Loader {
         batches
     }
 
-    /// The cached chunks each batch `start..end` of the pass reads; `None`
-    /// when no source is read through a node cache.
+    /// The cached chunks each batch `start..end` of the pass reads, each
+    /// to be fetched whole or by the ranges read (decided here, for the
+    /// pass, by the cache's fetch policy); `None` when no source is read
+    /// through a node cache.
     fn schedule(&self, samples: &[Sample], start: usize, end: usize) -> Option<Schedule> {
         let catalog = &self.inner.catalog;
         if !catalog.dirs.iter().any(|d| d.dir.cache_dir().is_some()) {
@@ -595,11 +603,16 @@ impl Loader {
                 keys
             })
             .collect::<Vec<_>>();
-        let sizes = per_batch
-            .iter()
-            .flatten()
-            .map(|&key| (key, catalog.chunk_size(key)))
-            .collect();
+        let mut sizes = std::collections::HashMap::new();
+        for &key in per_batch.iter().flatten() {
+            sizes.entry(key).or_insert_with(|| {
+                if catalog.plan_ranges(key) {
+                    0
+                } else {
+                    catalog.chunk_size(key)
+                }
+            });
+        }
         Schedule::new(start, per_batch, sizes, catalog.cache_budget())
     }
 }
@@ -714,20 +727,17 @@ fn make_batch(
     Ok(batch)
 }
 
-/// Decodes one clip of `item`'s frames `start..end` at the end of
-/// `frames`; returns its frame indices and its spatial draw.
-fn make_clip(
-    inner: &Inner,
-    (item, start, end): (&Item, usize, usize),
+/// The frames (indices into the item's) of the clip `sample` of frames
+/// `start..end` in `epoch`, and the clip's random state after drawing them
+/// (from which its crop is drawn): a function of the seed, so that the
+/// prefetcher knows them ahead of the decoding threads.
+fn clip_frames(
+    o: &LoaderOptions,
+    start: usize,
+    end: usize,
     sample: &Sample,
     epoch: u64,
-    renderer: &mut Renderer,
-    frames: &mut Vec<u8>,
-    out_size: &mut Option<(usize, usize, String)>,
-) -> Result<(Vec<usize>, Geometry)> {
-    let o = &inner.options;
-    let id = inner.catalog.id(item);
-    let reader = inner.catalog.reader(item)?;
+) -> (Rng, Vec<usize>) {
     let mut rng = Rng::new(&[
         o.order.seed,
         epoch,
@@ -742,10 +752,65 @@ fn make_clip(
             count: o.clips,
         }
     };
-    let indices: Vec<usize> = clip_indices(o.sampling, o.frames, o.step, end - start, placement)
+    let indices = clip_indices(o.sampling, o.frames, o.step, end - start, placement)
         .into_iter()
         .map(|k| start + k)
         .collect();
+    (rng, indices)
+}
+
+/// Fetches into the node cache the ranges of the frames batch `index` of
+/// the epoch's `samples` decodes, for the samples whose chunks the pass
+/// reads by ranges: the chunks at once, each on a thread of its own (each
+/// chunk's ranges [`gulp_io`] fetches several at a time). Returns the
+/// bytes fetched; a failure is left to the decoding thread that reads the
+/// clip, which reports it.
+fn fetch_ranges(inner: &Inner, samples: &[Sample], epoch: u64, index: usize) -> u64 {
+    let o = &inner.options;
+    let catalog = &inner.catalog;
+    let from = (index * o.batch_size).min(samples.len());
+    let part = &samples[from..(from + o.batch_size).min(samples.len())];
+    let mut by_chunk: BTreeMap<ChunkKey, Vec<(&Item, Vec<usize>)>> = BTreeMap::new();
+    for sample in part {
+        let (item, start, end) = catalog.sample(sample.slot.sample);
+        let key = (item.source, item.chunk);
+        if !catalog.reads_ranges(key) || end <= start {
+            continue;
+        }
+        let (_, frames) = clip_frames(o, start, end, sample, epoch);
+        by_chunk.entry(key).or_default().push((item, frames));
+    }
+    std::thread::scope(|scope| {
+        let fetches: Vec<_> = by_chunk
+            .values()
+            .map(|clips| {
+                scope.spawn(move || {
+                    clips
+                        .iter()
+                        .map(|(item, frames)| catalog.fetch_frames(item, frames).unwrap_or(0))
+                        .sum::<u64>()
+                })
+            })
+            .collect();
+        fetches.into_iter().map(|f| f.join().unwrap_or(0)).sum()
+    })
+}
+
+/// Decodes one clip of `item`'s frames `start..end` at the end of
+/// `frames`; returns its frame indices and its spatial draw.
+fn make_clip(
+    inner: &Inner,
+    (item, start, end): (&Item, usize, usize),
+    sample: &Sample,
+    epoch: u64,
+    renderer: &mut Renderer,
+    frames: &mut Vec<u8>,
+    out_size: &mut Option<(usize, usize, String)>,
+) -> Result<(Vec<usize>, Geometry)> {
+    let o = &inner.options;
+    let id = inner.catalog.id(item);
+    let reader = inner.catalog.reader(item)?;
+    let (mut rng, indices) = clip_frames(o, start, end, sample, epoch);
     let codec = o.decode.codec;
     // The clip's frames in one read: from an object store, one range
     // request for frames close together.

@@ -1,14 +1,15 @@
 //! Fetching ahead from a node cache. The order of a pass is known when it
-//! starts, so a thread of its own opens the chunks the next batches read —
-//! from an `s3://` directory with a node cache, that fetches each into the
-//! cache — in the order the batches need them and a bounded number of
-//! batches ahead of the consumer, while the decoding threads work on
-//! earlier batches. Each chunk is released after the last batch of the pass
-//! that reads it, so that the cache may evict it. Local directories and
+//! starts, so a thread of its own fetches what the next batches read, in
+//! the order the batches need it and a bounded number of batches ahead of
+//! the consumer, while the decoding threads work on earlier batches: the
+//! byte ranges of the frames their clips decode, or — for a chunk the
+//! cache's fetch policy takes whole — the chunk, opened (fetched into the
+//! cache). Each chunk is released after the last batch of the pass that
+//! reads it, so that the cache may evict it. Local directories and
 //! directories without a cache are not scheduled: their chunks stay open.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -21,10 +22,13 @@ pub(crate) struct Schedule {
     first: usize,
     /// Per batch, the cached chunks it reads (each once).
     per_batch: Vec<Vec<ChunkKey>>,
+    /// Per batch, the bytes of ranges fetched for it (once fetched).
+    ranged: Vec<AtomicU64>,
     /// Per chunk, the batches still to make that read it.
     uses: Mutex<HashMap<ChunkKey, usize>>,
-    /// Each chunk's size, and the bytes of chunks the loader may hold from
-    /// the consumer's batch to the one fetched for (`None`: no limit).
+    /// The size of each chunk fetched whole, and the bytes the loader may
+    /// hold from the consumer's batch to the one fetched for (`None`: no
+    /// limit).
     sizes: HashMap<ChunkKey, u64>,
     budget: Option<u64>,
     /// The batch the consumer waits for next.
@@ -51,6 +55,7 @@ impl Schedule {
         }
         (!uses.is_empty()).then(|| Schedule {
             first,
+            ranged: per_batch.iter().map(|_| AtomicU64::new(0)).collect(),
             per_batch,
             uses: Mutex::new(uses),
             sizes,
@@ -102,12 +107,17 @@ impl Schedule {
         }
     }
 
-    /// The bytes of the distinct chunks batches `from..=to` read.
+    /// The bytes of the distinct chunks fetched whole that batches
+    /// `from..=to` read, and of the ranges fetched for them.
     fn held_from(&self, from: usize, to: usize) -> u64 {
         let start = from.saturating_sub(self.first);
         let end = (to + 1)
             .saturating_sub(self.first)
             .min(self.per_batch.len());
+        let ranges: u64 = self.ranged[start.min(end)..end]
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .sum();
         let mut keys: Vec<ChunkKey> = self.per_batch[start.min(end)..end]
             .iter()
             .flatten()
@@ -115,9 +125,11 @@ impl Schedule {
             .collect();
         keys.sort_unstable();
         keys.dedup();
-        keys.iter()
-            .map(|k| self.sizes.get(k).copied().unwrap_or(0))
-            .sum()
+        ranges
+            + keys
+                .iter()
+                .map(|k| self.sizes.get(k).copied().unwrap_or(0))
+                .sum::<u64>()
     }
 
     /// Waits while `blocked(next)` holds for the consumer's next batch, in
@@ -142,15 +154,23 @@ impl Schedule {
         Some(next)
     }
 
-    /// Opens every chunk of the pass in the order of the batches that first
-    /// read it, at most `ahead` batches beyond the consumer, until the pass
-    /// ends or `cancel` is set. When the cache has no room for the next
-    /// chunk (the chunks it holds are all in use), it waits for one to be
-    /// released, and gives up on a chunk whose batch the consumer has
-    /// reached (its decoding thread then reads it around the cache). A
-    /// chunk that fails to open is left to the decoding thread that needs
+    /// Fetches what each batch of the pass reads, batch after batch, at
+    /// most `ahead` batches beyond the consumer, until the pass ends or
+    /// `cancel` is set: the ranges `fetch_ranges(batch)` fetches (returning
+    /// their bytes), and the chunks fetched whole, each opened in the order
+    /// of the batches that first read it. When the cache has no room for
+    /// the next chunk (the chunks it holds are all in use), it waits for
+    /// one to be released, and gives up on a chunk whose batch the consumer
+    /// has reached (its decoding thread then reads it around the cache).
+    /// What fails to be fetched is left to the decoding thread that needs
     /// it, which reports the error.
-    pub(crate) fn fetch_ahead(&self, catalog: &Catalog, ahead: usize, cancel: &AtomicBool) {
+    pub(crate) fn fetch_ahead(
+        &self,
+        catalog: &Catalog,
+        ahead: usize,
+        cancel: &AtomicBool,
+        fetch_ranges: impl Fn(usize) -> u64,
+    ) {
         let mut seen = std::collections::HashSet::new();
         for (k, keys) in self.per_batch.iter().enumerate() {
             let batch = self.first + k;
@@ -163,9 +183,13 @@ impl Schedule {
                 return;
             };
             drop(next);
+            self.ranged[k].store(fetch_ranges(batch), Ordering::Relaxed);
             for key in keys {
                 if cancel.load(Ordering::Relaxed) {
                     return;
+                }
+                if catalog.reads_ranges(*key) {
+                    continue;
                 }
                 let still_used = self
                     .uses

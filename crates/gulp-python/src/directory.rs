@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gulp_io::{
-    CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions, GulpDirectory, Image, ReadMode,
-    Scale, Shape,
+    CacheFetch, CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions, GulpDirectory,
+    Image, ReadMode, Scale, Shape,
 };
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
@@ -292,13 +292,27 @@ impl Directory {
     }
 }
 
-/// The node cache `cache_dir` and `cache_limit` ask for: `None` leaves it
-/// to `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT`, `Some(None)` is no cache
-/// (`cache_dir=False`).
+/// The node cache `cache_dir`, `cache_limit` and `cache_fetch` ask for:
+/// `None` leaves it to `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT` /
+/// `GULP_CACHE_FETCH`, `Some(None)` is no cache (`cache_dir=False`).
 pub(crate) fn cache_options(
     dir: Option<&Bound<'_, PyAny>>,
     limit: Option<&Bound<'_, PyAny>>,
+    fetch: Option<&str>,
 ) -> PyResult<Option<Option<CacheOptions>>> {
+    let fetch = match fetch {
+        Some(name) => Some(
+            name.parse::<CacheFetch>()
+                .map_err(|e| Class::Invalid.err(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let fetch_or_env = || -> PyResult<CacheFetch> {
+        match fetch {
+            Some(fetch) => Ok(fetch),
+            None => CacheOptions::fetch_from_env().map_err(io_err),
+        }
+    };
     let limit = match limit {
         None => None,
         Some(v) => Some(match v.extract::<u64>() {
@@ -316,14 +330,19 @@ pub(crate) fn cache_options(
         }),
     };
     match dir {
-        None => match limit {
-            None => Ok(None),
-            // A limit alone applies to the environment's cache directory.
-            Some(_) => match CacheOptions::from_env().map_err(io_err)? {
-                Some(env) => Ok(Some(Some(env.with_limit(limit)))),
-                None => Err(Class::Invalid
-                    .err("cache_limit needs a cache directory: cache_dir, or GULP_CACHE_DIR")),
-            },
+        None if limit.is_none() && fetch.is_none() => Ok(None),
+        // A limit or a policy alone applies to the environment's cache
+        // directory.
+        None => match CacheOptions::from_env().map_err(io_err)? {
+            Some(env) => {
+                let limit = limit.or(env.limit);
+                Ok(Some(Some(
+                    env.with_limit(limit).with_fetch(fetch_or_env()?),
+                )))
+            }
+            None => Err(Class::Invalid.err(
+                "cache_limit and cache_fetch need a cache directory: cache_dir, or GULP_CACHE_DIR",
+            )),
         },
         Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
             if v.extract::<bool>()? {
@@ -335,7 +354,11 @@ pub(crate) fn cache_options(
         }
         Some(v) => {
             let path: PathBuf = v.extract()?;
-            Ok(Some(Some(CacheOptions::new(path).with_limit(limit))))
+            Ok(Some(Some(
+                CacheOptions::new(path)
+                    .with_limit(limit)
+                    .with_fetch(fetch_or_env()?),
+            )))
         }
     }
 }
@@ -353,15 +376,17 @@ impl Directory {
     /// of memory maps. A remote directory is read through the node cache
     /// `cache_dir` (limited to `cache_limit` bytes, or a size such as
     /// '50G'), else through the one `GULP_CACHE_DIR` names, if set;
-    /// `cache_dir=False` reads the store every time.
+    /// `cache_dir=False` reads the store every time. `cache_fetch` is what
+    /// the cache fetches of data objects: 'auto', 'chunks' or 'ranges'.
     #[new]
-    #[pyo3(signature = (path, mmap = true, cache_dir = None, cache_limit = None))]
+    #[pyo3(signature = (path, mmap = true, cache_dir = None, cache_limit = None, cache_fetch = None))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         mmap: bool,
         cache_dir: Option<&Bound<'_, PyAny>>,
         cache_limit: Option<&Bound<'_, PyAny>>,
+        cache_fetch: Option<&str>,
     ) -> PyResult<Directory> {
         let mode = if mmap {
             ReadMode::Mmap
@@ -369,7 +394,7 @@ impl Directory {
             ReadMode::Buffered
         };
         let mut options = GulpDirectory::options().read_mode(mode);
-        if let Some(cache) = cache_options(cache_dir, cache_limit)? {
+        if let Some(cache) = cache_options(cache_dir, cache_limit, cache_fetch)? {
             options = options.cache(cache);
         }
         let inner = py.detach(|| options.open(&path)).map_err(io_err)?;

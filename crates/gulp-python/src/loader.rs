@@ -307,7 +307,7 @@ impl Loader {
         ratio, flip, batch_size, shuffle, chunk_window, seed, drop_last, rank, world_size,
         local_world_size, torch_ranks, train, threads, prefetch, on_error, label_key, labels,
         dct, codec, strict, sampler, samples_per_epoch, target, target_type, num_classes,
-        on_missing, segments, shared_labels, cache_dir, cache_limit))]
+        on_missing, segments, shared_labels, cache_dir, cache_limit, cache_fetch))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -350,6 +350,7 @@ impl Loader {
         shared_labels: bool,
         cache_dir: Option<&Bound<'_, PyAny>>,
         cache_limit: Option<&Bound<'_, PyAny>>,
+        cache_fetch: Option<&str>,
     ) -> PyResult<Loader> {
         let invalid = |e: String| Class::Invalid.err(e);
         let crop = match crop.map_or(CropMode::None, |c| c.0) {
@@ -437,7 +438,7 @@ impl Loader {
             on_missing: on_missing.0,
             segments,
             shared_labels,
-            open: match crate::directory::cache_options(cache_dir, cache_limit)? {
+            open: match crate::directory::cache_options(cache_dir, cache_limit, cache_fetch)? {
                 Some(cache) => GulpDirectory::options().cache(cache),
                 None => GulpDirectory::options(),
             },

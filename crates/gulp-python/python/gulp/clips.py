@@ -339,11 +339,13 @@ class ClipLoader:
         ``train``: random placement, crops and flips (default: ``shuffle``).
 
     Running:
-        ``cache_dir``, ``cache_limit``: the node cache of ``s3://``
-        directories (default: ``GULP_CACHE_DIR``, ``GULP_CACHE_LIMIT``;
-        ``cache_dir=False``: none): each chunk is fetched whole once per
-        node, ahead of the batches that need it, and released after its
-        last use; see docs/object-storage.md.
+        ``cache_dir``, ``cache_limit``, ``cache_fetch``: the node cache of
+        ``s3://`` directories (default: ``GULP_CACHE_DIR``,
+        ``GULP_CACHE_LIMIT``, ``GULP_CACHE_FETCH``; ``cache_dir=False``:
+        none): what the next batches decode is fetched once per node, ahead
+        of them — the byte ranges of their frames, or whole chunks
+        (``cache_fetch``: ``"auto"``, ``"ranges"``, ``"chunks"``) — and
+        released after its last use; see docs/object-storage.md.
         ``threads``: decoding threads (``None``: the cores divided among the
         ranks of this node: ``local_world_size``, by default from the
         launcher as the ranks are: torchrun's ``LOCAL_WORLD_SIZE`` or
@@ -402,7 +404,8 @@ class ClipLoader:
                  on_missing: str = "raise", segments: Union[None, str, Segments] = None,
                  shared_labels: bool = False, chunk_window: Optional[int] = None,
                  cache_dir: Union[None, bool, _Path] = None,
-                 cache_limit: Union[None, int, str] = None) -> None:
+                 cache_limit: Union[None, int, str] = None,
+                 cache_fetch: Optional[str] = None) -> None:
         sources = _sources(path, ids, where, weights)
         if isinstance(segments, str):
             segments = Segments(segments)
@@ -423,6 +426,7 @@ class ClipLoader:
             samples_per_epoch=samples_per_epoch, target=target, target_type=target_type,
             num_classes=num_classes, on_missing=on_missing, segments=segments,
             shared_labels=bool(shared_labels), cache_dir=cache_dir, cache_limit=cache_limit,
+            cache_fetch=cache_fetch,
         )
         rank_, world, local, source, local_source = self._native.ranks
         self.rank = Rank(rank_, source)

@@ -142,22 +142,27 @@ class GulpDirectory:
     ``mmap=False`` reads through file handles instead of memory maps.
 
     An ``s3://`` directory is read through a node cache when ``cache_dir``
-    is given (or ``GULP_CACHE_DIR`` is set): each chunk's objects are
-    fetched whole, once per node, shared by every process on it, and
-    evicted least recently used beyond ``cache_limit`` (bytes, or a size
-    such as ``"50G"``; ``GULP_CACHE_LIMIT``). ``cache_dir=False`` reads the
-    store every time. See ``docs/object-storage.md``.
+    is given (or ``GULP_CACHE_DIR`` is set): what is read of each object is
+    fetched once per node, shared by every process on it, and evicted least
+    recently used beyond ``cache_limit`` (bytes, or a size such as
+    ``"50G"``; ``GULP_CACHE_LIMIT``). ``cache_fetch`` (``GULP_CACHE_FETCH``)
+    is what is fetched of data objects: ``"ranges"`` (the frames read),
+    ``"chunks"`` (whole) or ``"auto"`` (the default: ranges, and whole
+    chunks read again when the cache holds the directory).
+    ``cache_dir=False`` reads the store every time. See
+    ``docs/object-storage.md``.
     """
 
     def __init__(self, output_dir: _Path, jpeg_decoder: Optional[_Decoder] = jpeg_bytes_to_img, *,
                  mmap: bool = True, cache_dir: Union[None, bool, _Path] = None,
-                 cache_limit: Union[None, int, str] = None) -> None:
+                 cache_limit: Union[None, int, str] = None,
+                 cache_fetch: Optional[str] = None) -> None:
         self.output_dir = output_dir
         self.jpeg_decoder = jpeg_decoder
         self._mmap = mmap
-        self._cache_args = (cache_dir, cache_limit)
+        self._cache_args = (cache_dir, cache_limit, cache_fetch)
         self._native = _gulp.Directory(output_dir, mmap=mmap, cache_dir=cache_dir,
-                                       cache_limit=cache_limit)
+                                       cache_limit=cache_limit, cache_fetch=cache_fetch)
         self._cache: dict[str, Any] = {}
 
     # Pickling (spawned DataLoader workers): reopen by path.
@@ -350,9 +355,10 @@ class GulpDirectory:
 
 def _reopen_directory(output_dir: _Path, jpeg_decoder: Optional[_Decoder], mmap: bool,
                       cache_dir: Union[None, bool, _Path] = None,
-                      cache_limit: Union[None, int, str] = None) -> GulpDirectory:
+                      cache_limit: Union[None, int, str] = None,
+                      cache_fetch: Optional[str] = None) -> GulpDirectory:
     return GulpDirectory(output_dir, jpeg_decoder, mmap=mmap, cache_dir=cache_dir,
-                         cache_limit=cache_limit)
+                         cache_limit=cache_limit, cache_fetch=cache_fetch)
 
 
 class GulpChunk:
