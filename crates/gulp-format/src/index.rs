@@ -10,7 +10,7 @@ use crate::serializer::MetaFormat;
 
 /// Bytes of one record of a msgpack meta's frame table (`loc`, `pad`,
 /// `length`, each a little-endian u64).
-pub(crate) const FRAME_RECORD_LEN: u64 = 24;
+pub(crate) const FRAME_RECORD_LEN: usize = 24;
 
 /// The ids of a chunk meta, in order, with the number of frames of each.
 ///
@@ -94,7 +94,10 @@ impl MetaIndex {
         let [start, end] = *self.spans.get(index)?;
         let frames = match self.frames_at.get(index) {
             Some(&at) => {
-                let len = self.frames.get(index)?.checked_mul(FRAME_RECORD_LEN)?;
+                let len = self
+                    .frames
+                    .get(index)?
+                    .checked_mul(FRAME_RECORD_LEN as u64)?;
                 at..at.checked_add(len)?
             }
             None => 0..0,

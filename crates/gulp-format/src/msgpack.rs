@@ -39,7 +39,7 @@ const EXT_BIGINT: i8 = 1;
 /// The trailer: fixarray(2), uint64 content length, uint32 fingerprint.
 const TRAILER_LEN: usize = 15;
 /// Bytes of one frame-table entry.
-const FRAME_ENTRY_LEN: usize = FRAME_RECORD_LEN as usize;
+const FRAME_ENTRY_LEN: usize = FRAME_RECORD_LEN;
 use crate::value::MAX_DEPTH;
 /// The most elements reserved ahead for a list or map. A declared length is
 /// at most the bytes left (each element takes one), but an element takes
@@ -290,7 +290,7 @@ pub(crate) fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
             return Err(Error::item(e.id, e.at, "id appears twice in the index"));
         }
         index.push_frames_at(frames_at);
-        frames_at = frames_at.saturating_add(e.n_frames.saturating_mul(FRAME_RECORD_LEN));
+        frames_at = frames_at.saturating_add(e.n_frames.saturating_mul(FRAME_ENTRY_LEN as u64));
         meta_at = meta_end;
     }
     Ok(index.finish())
@@ -567,7 +567,7 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
 /// [`ItemSpan`](crate::ItemSpan) of its meta file). The item's frame
 /// checksums are not read. Offsets in errors are from the entry's start.
 pub(crate) fn read_item(id: &str, meta: &[u8], frames: &[u8]) -> Result<ItemMeta> {
-    if frames.len() % FRAME_ENTRY_LEN != 0 {
+    if !frames.len().is_multiple_of(FRAME_ENTRY_LEN) {
         return Err(Error::item(
             id,
             0,
@@ -591,7 +591,8 @@ pub(crate) fn read_item(id: &str, meta: &[u8], frames: &[u8]) -> Result<ItemMeta
     let (list, metalayers) = c.item(&mut skip).map_err(|err| {
         Error::item(
             id,
-            err.offset().map_or(0, |o| o as usize),
+            err.offset()
+                .map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX)),
             format!("bad meta_data: {err}"),
         )
     })?;
