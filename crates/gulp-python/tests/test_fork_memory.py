@@ -44,14 +44,19 @@ def big_dir(request, tmp_path_factory):
 
 
 def _anon():
-    """Bytes of anonymous memory of this process (RssAnon: not the page
-    cache, whose pages of freshly written data files count as
-    Private_Dirty in smaps while they wait for writeback)."""
-    with open("/proc/self/status") as f:
+    """Private dirty bytes of this process's anonymous mappings (heap,
+    stacks, anonymous maps: what it wrote, or copied from its parent on
+    write). Not of file mappings: the pages of freshly written data files
+    count as Private_Dirty there while they wait for writeback."""
+    total, anonymous = 0, False
+    with open("/proc/self/smaps") as f:
         for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no RssAnon in /proc/self/status")
+            head = line.split()
+            if head and "-" in head[0] and not head[0].endswith(":"):
+                anonymous = len(head) < 6 or head[5].startswith("[")
+            elif anonymous and line.startswith("Private_Dirty:"):
+                total += int(head[1]) * 1024
+    return total
 
 
 def _worker(gd, seed, out):
