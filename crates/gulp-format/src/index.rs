@@ -8,6 +8,10 @@ use hashbrown::hash_table::Entry;
 
 use crate::serializer::MetaFormat;
 
+/// Bytes of one record of a msgpack meta's frame table (`loc`, `pad`,
+/// `length`, each a little-endian u64).
+pub(crate) const FRAME_RECORD_LEN: usize = 24;
+
 /// The ids of a chunk meta, in order, with the number of frames of each.
 ///
 /// [`read_index`](crate::read_index) builds it from the bytes of a meta file much faster than
@@ -26,7 +30,26 @@ pub struct MetaIndex {
     ends: Vec<usize>,
     /// The frame count of each item.
     frames: Vec<u64>,
+    /// Where each item's meta lies in the file: `[start, end)` (see
+    /// [`ItemSpan::meta`]).
+    spans: Vec<[u64; 2]>,
+    /// msgpack: where each item's first record lies in the frame table
+    /// (empty for JSON, whose `frame_info` is inside the item's span).
+    frames_at: Vec<u64>,
     total_frames: u64,
+}
+
+/// Where the meta of one item lies in its meta file, in bytes from the
+/// file's start: what [`read_item`](crate::read_item) needs to parse that
+/// item alone, without the rest of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemSpan {
+    /// JSON: the item's `{"frame_info": ..., "meta_data": ...}` object;
+    /// msgpack: its entry of the meta section (`[meta_data, metalayers]`).
+    pub meta: std::ops::Range<u64>,
+    /// msgpack: its records in the frame table (24 bytes a frame); JSON:
+    /// empty, the `frame_info` being inside [`meta`](Self::meta).
+    pub frames: std::ops::Range<u64>,
 }
 
 impl MetaIndex {
@@ -64,6 +87,25 @@ impl MetaIndex {
     /// The frame count of the item at position `index`.
     pub fn item_frames(&self, index: usize) -> Option<u64> {
         self.frames.get(index).copied()
+    }
+
+    /// Where the meta of the item at position `index` lies in the file.
+    pub fn item_span(&self, index: usize) -> Option<ItemSpan> {
+        let [start, end] = *self.spans.get(index)?;
+        let frames = match self.frames_at.get(index) {
+            Some(&at) => {
+                let len = self
+                    .frames
+                    .get(index)?
+                    .checked_mul(FRAME_RECORD_LEN as u64)?;
+                at..at.checked_add(len)?
+            }
+            None => 0..0,
+        };
+        Some(ItemSpan {
+            meta: start..end,
+            frames,
+        })
     }
 
     /// The ids in order.
@@ -123,6 +165,8 @@ impl IndexBuilder {
                 ids: String::new(),
                 ends: Vec::with_capacity(capacity),
                 frames: Vec::with_capacity(capacity),
+                spans: Vec::with_capacity(capacity),
+                frames_at: Vec::new(),
                 total_frames: 0,
             },
             seen: HashTable::with_capacity(capacity),
@@ -140,11 +184,11 @@ impl IndexBuilder {
         self.index.ids.get(start..).unwrap_or_default()
     }
 
-    /// Ends the id appended to the arena since `start`, with `frames` frames.
-    /// If the id is new it is added at the end and `None` is returned;
-    /// otherwise it is removed from the arena and its earlier position is
-    /// returned.
-    pub(crate) fn finish_id(&mut self, start: usize, frames: u64) -> Option<usize> {
+    /// Ends the id appended to the arena since `start`, with `frames` frames
+    /// and its meta at `span` of the file. If the id is new it is added at
+    /// the end and `None` is returned; otherwise it is removed from the
+    /// arena and its earlier position is returned.
+    pub(crate) fn finish_id(&mut self, start: usize, frames: u64, span: [u64; 2]) -> Option<usize> {
         let MetaIndex { ids, ends, .. } = &self.index;
         let id = ids.get(start..).unwrap_or_default();
         let hash = self.hasher.hash_one(id);
@@ -166,17 +210,26 @@ impl IndexBuilder {
                 slot.insert(ends.len());
                 self.index.ends.push(self.index.ids.len());
                 self.index.frames.push(frames);
+                self.index.spans.push(span);
                 None
             }
         }
     }
 
-    /// Sets the frame count of the item at `position` (a repeated JSON id
-    /// takes the value of its last occurrence).
-    pub(crate) fn set_frames(&mut self, position: usize, frames: u64) {
+    /// Sets the frame count and span of the item at `position` (a repeated
+    /// JSON id takes the value of its last occurrence).
+    pub(crate) fn set_item(&mut self, position: usize, frames: u64, span: [u64; 2]) {
         if let Some(slot) = self.index.frames.get_mut(position) {
             *slot = frames;
         }
+        if let Some(slot) = self.index.spans.get_mut(position) {
+            *slot = span;
+        }
+    }
+
+    /// Records where the last item's frame records start (msgpack).
+    pub(crate) fn push_frames_at(&mut self, at: u64) {
+        self.index.frames_at.push(at);
     }
 
     pub(crate) fn finish(mut self) -> MetaIndex {

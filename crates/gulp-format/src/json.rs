@@ -24,6 +24,16 @@ pub(crate) fn read_index(bytes: &[u8]) -> Result<crate::index::MetaIndex> {
     read::Parser::new(bytes).index()
 }
 
+/// Parses one item's `{frame_info, meta_data}` object, which must fill
+/// `bytes` (an [`ItemSpan`](crate::ItemSpan) of its meta file); offsets in
+/// errors are from the object's start.
+pub(crate) fn read_item(id: &str, bytes: &[u8]) -> Result<crate::meta::ItemMeta> {
+    let mut parser = read::Parser::new(bytes);
+    let item = parser.item(id)?;
+    parser.end()?;
+    Ok(item)
+}
+
 /// The GulpIO-compatible JSON serializer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonSerializer;

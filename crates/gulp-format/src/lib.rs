@@ -53,7 +53,7 @@ mod serializer;
 mod value;
 
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::index::{Ids, MetaIndex};
+pub use crate::index::{Ids, ItemSpan, MetaIndex};
 pub use crate::json::JsonSerializer;
 pub use crate::layout::{
     ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX, PAD_BYTE,
@@ -62,6 +62,6 @@ pub use crate::layout::{
 pub use crate::meta::{ChunkMeta, ItemMeta};
 pub use crate::meta_data::MetaData;
 pub use crate::msgpack::{MsgpackSerializer, MsgpackVersion};
-pub use crate::read::{read_index, read_meta};
+pub use crate::read::{read_index, read_item, read_meta};
 pub use crate::serializer::{MSGPACK_MAGIC, MetaFormat, Serializer};
 pub use crate::value::{BigInt, Map, Value};

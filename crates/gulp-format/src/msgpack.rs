@@ -23,7 +23,7 @@ use rmp::Marker;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::index::{IndexBuilder, MetaIndex};
+use crate::index::{FRAME_RECORD_LEN, IndexBuilder, MetaIndex};
 use crate::layout::FrameInfo;
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::meta_data::MetaData;
@@ -39,7 +39,7 @@ const EXT_BIGINT: i8 = 1;
 /// The trailer: fixarray(2), uint64 content length, uint32 fingerprint.
 const TRAILER_LEN: usize = 15;
 /// Bytes of one frame-table entry.
-const FRAME_ENTRY_LEN: usize = 24;
+const FRAME_ENTRY_LEN: usize = FRAME_RECORD_LEN;
 use crate::value::MAX_DEPTH;
 /// The most elements reserved ahead for a list or map. A declared length is
 /// at most the bytes left (each element takes one), but an element takes
@@ -260,6 +260,8 @@ struct Entry<'a> {
 struct Layout<'a> {
     entries: Vec<Entry<'a>>,
     frames: &'a [u8],
+    /// Where the frame table's records start in the file.
+    frames_at: usize,
     checksums: Option<&'a [u8]>,
     blob: &'a [u8],
     blob_at: usize,
@@ -275,12 +277,21 @@ fn read_meta(bytes: &[u8]) -> Result<ChunkMeta> {
 pub(crate) fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
     let layout = layout(bytes)?;
     let mut index = IndexBuilder::new(MetaFormat::Msgpack, layout.entries.len());
+    let (mut frames_at, mut meta_at) = (layout.frames_at as u64, layout.blob_at as u64);
     for e in &layout.entries {
         let start = index.arena().len();
         index.arena().push_str(e.id);
-        if index.finish_id(start, e.n_frames).is_some() {
+        // The lengths add up to the sections' (checked in layout).
+        let meta_end = meta_at.saturating_add(e.meta_len);
+        if index
+            .finish_id(start, e.n_frames, [meta_at, meta_end])
+            .is_some()
+        {
             return Err(Error::item(e.id, e.at, "id appears twice in the index"));
         }
+        index.push_frames_at(frames_at);
+        frames_at = frames_at.saturating_add(e.n_frames.saturating_mul(FRAME_ENTRY_LEN as u64));
+        meta_at = meta_end;
     }
     Ok(index.finish())
 }
@@ -409,6 +420,7 @@ fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Resul
     // Frame table, checksums and meta blob.
     let frames_at = c.pos;
     let frames = c.bin()?;
+    let frames_data_at = c.pos - frames.len();
     if frames.len() as u64 != total_frames.saturating_mul(FRAME_ENTRY_LEN as u64) {
         return Err(Error::msgpack(
             frames_at,
@@ -452,6 +464,7 @@ fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Resul
     Ok(Layout {
         entries,
         frames,
+        frames_at: frames_data_at,
         checksums,
         blob,
         blob_at,
@@ -473,6 +486,7 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
     let Layout {
         entries,
         frames,
+        frames_at: _,
         checksums,
         blob,
         blob_at,
@@ -546,6 +560,60 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
         }
     }
     Ok(meta)
+}
+
+/// Parses one item alone: `meta` its entry of the meta section (which it
+/// must fill), `frames` its records of the frame table (an
+/// [`ItemSpan`](crate::ItemSpan) of its meta file). The item's frame
+/// checksums are not read. Offsets in errors are from the entry's start.
+pub(crate) fn read_item(id: &str, meta: &[u8], frames: &[u8]) -> Result<ItemMeta> {
+    if !frames.len().is_multiple_of(FRAME_ENTRY_LEN) {
+        return Err(Error::item(
+            id,
+            0,
+            format!("{} bytes of frame records are not 24 each", frames.len()),
+        ));
+    }
+    let frame_info = frames
+        .chunks_exact(FRAME_ENTRY_LEN)
+        .map(|e| FrameInfo {
+            loc: le_u64(&e[0..8]),
+            pad: le_u64(&e[8..16]),
+            length: le_u64(&e[16..24]),
+        })
+        .collect();
+    let mut skip = Skip::new();
+    let mut c = Cursor {
+        bytes: meta,
+        pos: 0,
+        depth: 0,
+    };
+    let (list, metalayers) = c.item(&mut skip).map_err(|err| {
+        Error::item(
+            id,
+            err.offset()
+                .map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX)),
+            format!("bad meta_data: {err}"),
+        )
+    })?;
+    if c.pos != meta.len() {
+        return Err(Error::item(
+            id,
+            c.pos,
+            "meta_len does not match the encoded meta_data",
+        ));
+    }
+    let meta_data = if skip.canonical {
+        MetaData::from_checked_msgpack(Arc::from(meta), list, decode_checked_list)
+    } else {
+        MetaData::from(decode_checked_list(meta.get(list).unwrap_or_default()))
+    };
+    Ok(ItemMeta {
+        frame_info,
+        meta_data,
+        frame_checksums: Vec::new(),
+        metalayers,
+    })
 }
 
 fn le_u64(b: &[u8]) -> u64 {

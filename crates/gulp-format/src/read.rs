@@ -4,9 +4,9 @@
 //! index types below them, never on each other or on this module.
 
 use crate::error::{ErrorKind, Result};
-use crate::index::MetaIndex;
+use crate::index::{ItemSpan, MetaIndex};
 use crate::json::JsonSerializer;
-use crate::meta::ChunkMeta;
+use crate::meta::{ChunkMeta, ItemMeta};
 use crate::msgpack::MsgpackSerializer;
 use crate::serializer::{MetaFormat, Serializer, undetected};
 
@@ -50,4 +50,41 @@ pub fn read_index(bytes: &[u8]) -> Result<MetaIndex> {
         Some(MetaFormat::Msgpack) => crate::msgpack::read_index(bytes),
         None => Err(undetected(bytes)),
     }
+}
+
+/// Parses the meta of one item alone from the bytes of its
+/// [`ItemSpan`] (`meta` the bytes of `span.meta`, `frames` those of
+/// `span.frames`), as found by [`read_index`] in a meta file of `format`:
+/// what reading one item needs, without parsing the chunk's other items.
+///
+/// The item is checked as [`read_meta`] checks it (its frame checksums,
+/// of a msgpack meta, are not read); an error names the id and the byte
+/// offset in the meta file.
+pub fn read_item(
+    format: MetaFormat,
+    id: &str,
+    span: &ItemSpan,
+    meta: &[u8],
+    frames: &[u8],
+) -> Result<ItemMeta> {
+    let result = match format {
+        MetaFormat::Json => crate::json::read_item(id, meta),
+        MetaFormat::Msgpack => crate::msgpack::read_item(id, meta, frames),
+    };
+    // Offsets from the span's start, made offsets in the file.
+    result.map_err(|e| {
+        let offset = span.meta.start.saturating_add(e.offset().unwrap_or(0));
+        let reason = match e.into_kind() {
+            ErrorKind::Json { reason, .. }
+            | ErrorKind::Msgpack { reason, .. }
+            | ErrorKind::Item { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        ErrorKind::Item {
+            id: id.to_owned(),
+            offset,
+            reason,
+        }
+        .into()
+    })
 }

@@ -28,11 +28,11 @@
 // options stay, so that front ends take them alike.
 #![cfg_attr(not(feature = "s3"), allow(dead_code))]
 
+use crate::Choice;
 use std::fs::{self, File, OpenOptions};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use crate::Choice;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;

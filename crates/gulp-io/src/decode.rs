@@ -1044,6 +1044,22 @@ impl crate::reader::ChunkReader {
         options: &DecodeOptions,
         alloc: impl FnOnce(Shape) -> B,
     ) -> Result<(Shape, B)> {
+        let loc = self.record_loc(id, index);
+        self.decode_record_with(id, index, loc, jpeg, options, alloc)
+    }
+
+    /// [`decode_jpeg_with`](Self::decode_jpeg_with) for a record whose
+    /// byte offset the caller knows (from an item read alone, see
+    /// [`GulpDirectory::read_item`](crate::GulpDirectory::read_item)).
+    pub fn decode_record_with<B: AsMut<[u8]>>(
+        &self,
+        id: &str,
+        index: usize,
+        loc: u64,
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        alloc: impl FnOnce(Shape) -> B,
+    ) -> Result<(Shape, B)> {
         let decode = || -> Result<(Shape, B)> {
             let mut frame = JpegFrame::new(jpeg, options.codec)?;
             let header = *frame.header();
@@ -1053,7 +1069,7 @@ impl crate::reader::ChunkReader {
             let shape = frame.decode_into(options, buf.as_mut())?;
             Ok((shape, buf))
         };
-        decode().map_err(|e| self.locate_decode_error(e, id, index))
+        decode().map_err(|e| self.locate_at(e, id, index, loc))
     }
 
     /// Runs `f` on frame `index` of `id` opened as a [`JpegFrame`] (its

@@ -51,6 +51,10 @@ pub struct ChunkEntry {
     /// Whether the data object is fetched whole rather than by ranges,
     /// as far as the policy alone decides ([`Fetch`]).
     fetch: Fetch,
+    /// The data file's reader without the meta ([`GulpDirectory::data_reader`]).
+    bare_reader: OnceLock<ChunkReader>,
+    /// The meta file, open for [`read_item`](Self::read_item).
+    meta_file: OnceLock<std::fs::File>,
 }
 
 /// What a directory's [`CacheFetch`] policy comes to, given its size and
@@ -230,6 +234,70 @@ impl ChunkEntry {
         self.index.ids()
     }
 
+    /// The meta of the item at `position` (in the order of the meta file),
+    /// parsed alone from the bytes [`MetaIndex::item_span`] locates and not
+    /// kept: one item costs what one item takes, whatever the chunk's size
+    /// (a forked DataLoader worker that reads items at random does not
+    /// come to hold every chunk's meta). From the parsed meta when it is
+    /// already there, and from it also for a meta file in an object store
+    /// (parsed whole, then kept, on first use). The frame checksums of a
+    /// msgpack meta are not read.
+    pub fn read_item(&self, position: usize) -> Result<ItemMeta> {
+        if self.meta.get().is_some() || self.meta_source.object.is_some() {
+            return self
+                .meta()?
+                .get_index(position)
+                .map(|(_, item)| item.clone())
+                .ok_or_else(|| self.changed());
+        }
+        let (Some(id), Some(span), Some(n)) = (
+            self.index.id(position),
+            self.index.item_span(position),
+            self.index.item_frames(position),
+        ) else {
+            return Err(self.changed());
+        };
+        let file = match self.meta_file.get() {
+            Some(file) => file,
+            None => {
+                let file = std::fs::File::open(&self.meta_path)
+                    .map_err(|e| Error::io("opening", &self.meta_path, e))?;
+                self.meta_file.get_or_init(|| file)
+            }
+        };
+        let read = |range: &std::ops::Range<u64>| -> Result<Vec<u8>> {
+            let len = range
+                .end
+                .checked_sub(range.start)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| self.changed())?;
+            let mut buf = vec![0; len];
+            std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, range.start).map_err(
+                |e| match e.kind() {
+                    // Shorter than when it was opened.
+                    std::io::ErrorKind::UnexpectedEof => self.changed(),
+                    _ => Error::io("reading", &self.meta_path, e),
+                },
+            )?;
+            Ok(buf)
+        };
+        let item = gulp_format::read_item(
+            self.format(),
+            id,
+            &span,
+            &read(&span.meta)?,
+            &read(&span.frames)?,
+        )
+        .map_err(|source| ErrorKind::Meta {
+            path: self.meta_path.clone(),
+            source,
+        })?;
+        if item.frame_info.len() as u64 != n {
+            return Err(self.changed());
+        }
+        Ok(item)
+    }
+
     fn meta_arc(&self) -> Result<&Arc<ChunkMeta>> {
         if let Some(meta) = self.meta.get() {
             return Ok(meta);
@@ -250,16 +318,15 @@ impl ChunkEntry {
                 .iter()
                 .zip(self.index.iter())
                 .all(|((id, item), (id2, n))| id == id2 && item.frame_info.len() as u64 == n);
-        if same {
-            Ok(())
-        } else {
-            Err(ErrorKind::Invalid {
-                path: self.meta_path.clone(),
-                reason: "the meta file changed after the directory was opened (open it again)"
-                    .into(),
-            }
-            .into())
+        if same { Ok(()) } else { Err(self.changed()) }
+    }
+
+    fn changed(&self) -> Error {
+        ErrorKind::Invalid {
+            path: self.meta_path.clone(),
+            reason: "the meta file changed after the directory was opened (open it again)".into(),
         }
+        .into()
     }
 }
 
@@ -476,6 +543,8 @@ impl GulpDirectory {
                 reader: OnceLock::new(),
                 ranges: OnceLock::new(),
                 fetch,
+                bare_reader: OnceLock::new(),
+                meta_file: OnceLock::new(),
             })
             .collect();
         let lookup = build_lookup(&chunks, &hashes, &hasher)?;
@@ -574,6 +643,16 @@ impl GulpDirectory {
             .ok_or_else(|| self.unknown(id))
     }
 
+    /// The meta of `id` parsed alone ([`ChunkEntry::read_item`]: not the
+    /// whole chunk's, and not kept), with the position of its chunk in
+    /// [`chunks`](Self::chunks): what serving one item at random needs.
+    pub fn read_item(&self, id: &str) -> Result<(usize, ItemMeta)> {
+        let slot = self.find(id).ok_or_else(|| self.unknown(id))?;
+        let chunk = slot.chunk as usize;
+        let item = self.chunks[chunk].read_item(slot.item as usize)?;
+        Ok((chunk, item))
+    }
+
     /// The `meta_data` entry readers see for `id` (the first, as in gulpio2).
     pub fn meta_data(&self, id: &str) -> Result<&Value> {
         let item = self.item(id)?;
@@ -625,6 +704,23 @@ impl GulpDirectory {
             entry.fetches_whole(),
         )?;
         Ok(entry.reader.get_or_init(|| reader))
+    }
+
+    /// A reader of the data file of the chunk at `index` in
+    /// [`chunks`](Self::chunks) that may not hold the chunk's meta (the
+    /// reader with the meta when there is one): frames are read by the
+    /// frame_info of [`read_item`](Self::read_item), through
+    /// [`ChunkReader::records_at`]. Kept for the next call.
+    pub fn data_reader(&self, index: usize) -> Result<&ChunkReader> {
+        let entry = self.chunks.get(index).ok_or_else(|| ErrorKind::Invalid {
+            path: self.dir.clone(),
+            reason: format!("no chunk at index {index}"),
+        })?;
+        if let Some(reader) = entry.reader.get().or_else(|| entry.bare_reader.get()) {
+            return Ok(reader);
+        }
+        let reader = entry.data_reader(self.mode)?;
+        Ok(entry.bare_reader.get_or_init(|| reader))
     }
 
     /// The reader of the chunk holding `id`.

@@ -223,3 +223,70 @@ fn first_repeated_id_in_directory_order_with_many_ids() {
         assert_eq!(id, "i7");
     }
 }
+
+#[test]
+fn read_item_parses_one_item_and_equals_the_full_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let alone = GulpDirectory::open(dir.path()).unwrap();
+    let full = GulpDirectory::open(dir.path()).unwrap();
+    for id in ["a", "b", "c", "d", "e"] {
+        let (chunk, item) = alone.read_item(id).unwrap();
+        let expected = full.item(id).unwrap();
+        assert_eq!(item.frame_info, expected.frame_info, "{id}");
+        assert_eq!(item.meta_data, expected.meta_data, "{id}");
+        assert_eq!(
+            chunk,
+            full.chunks()
+                .iter()
+                .position(|c| c.chunk == full.chunk_of(id).unwrap().chunk)
+                .unwrap()
+        );
+        // The frames read through the data reader and this frame_info are
+        // the frames read through the parsed meta.
+        let records: Vec<_> = item.frame_info.iter().copied().enumerate().collect();
+        let bytes = alone
+            .data_reader(chunk)
+            .unwrap()
+            .records_at(id, &records)
+            .unwrap();
+        assert_eq!(bytes, full.frames(id, &Selection::All).unwrap());
+    }
+    // Nothing of a chunk's meta is kept.
+    assert!(alone.chunks().iter().all(|c| !c.is_loaded()));
+    assert!(matches!(
+        alone.read_item("f").unwrap_err().kind(),
+        ErrorKind::UnknownId { .. }
+    ));
+}
+
+#[test]
+fn read_item_reports_a_meta_file_changed_after_opening() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let gulp = GulpDirectory::open(dir.path()).unwrap();
+    // Truncated: the span of d lies past the end.
+    let msgpack = dir.path().join("meta_1.gmeta");
+    let len = std::fs::metadata(&msgpack).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&msgpack)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let err = gulp.read_item("d").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("changed after the directory was opened"),
+        "{err}"
+    );
+    // Overwritten: b's object no longer parses as an item.
+    let json = dir.path().join("meta_0.gmeta");
+    let text = std::fs::read(&json).unwrap();
+    std::fs::write(&json, vec![b' '; text.len()]).unwrap();
+    let err = gulp.read_item("b").unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Meta { source, .. } if matches!(source.kind(), FormatErrorKind::Item { id, .. } if id == "b")),
+        "{err}"
+    );
+}

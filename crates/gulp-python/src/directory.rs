@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use gulp_format::{FrameInfo, ItemMeta};
 use gulp_io::{
     CacheFetch, CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions, GulpDirectory,
     Image, ReadMode, Scale, Shape,
@@ -43,16 +44,16 @@ enum Decoded {
 fn decode_frames(
     reader: &ChunkReader,
     id: &str,
-    indices: &[usize],
+    records: &[(usize, FrameInfo)],
     options: &DecodeOptions,
 ) -> gulp_io::Result<Decoded> {
-    let jpegs = reader.frames_at(id, indices)?;
-    if let ([first, _, ..], [jpeg, ..]) = (indices, jpegs.as_slice()) {
-        let shape = reader.with_jpeg(id, *first, jpeg, options.codec, |frame| {
+    let jpegs = reader.records_at(id, records)?;
+    if let ([(first, fi), _, ..], [jpeg, ..]) = (records, jpegs.as_slice()) {
+        let shape = reader.with_record(id, *first, fi.loc, jpeg, options.codec, |frame| {
             Ok(frame.header().output_shape(options))
         })?;
         let len = shape.len();
-        let total = len.saturating_mul(indices.len());
+        let total = len.saturating_mul(records.len());
         if total > pool::ITEM_BYTES {
             let mut map = pool::take_item(total).map_err(|source| {
                 gulp_io::Error::from(gulp_io::ErrorKind::Io {
@@ -62,9 +63,9 @@ fn decode_frames(
                 })
             })?;
             let mut same = true;
-            for (slot, (&k, jpeg)) in indices.iter().zip(&jpegs).enumerate() {
+            for (slot, ((k, fi), jpeg)) in records.iter().zip(&jpegs).enumerate() {
                 let out = &mut map[slot * len..(slot + 1) * len];
-                same = reader.with_jpeg(id, k, jpeg, options.codec, |frame| {
+                same = reader.with_record(id, *k, fi.loc, jpeg, options.codec, |frame| {
                     if frame.header().output_shape(options) != shape {
                         return Ok(false);
                     }
@@ -81,11 +82,13 @@ fn decode_frames(
             // Frames of several sizes: one buffer each, below.
         }
     }
-    indices
+    records
         .iter()
         .zip(&jpegs)
-        .map(|(&k, jpeg)| {
-            reader.decode_jpeg_with(id, k, jpeg, options, |shape| pool::take(shape.len()))
+        .map(|((k, fi), jpeg)| {
+            reader.decode_record_with(id, *k, fi.loc, jpeg, options, |shape| {
+                pool::take(shape.len())
+            })
         })
         .collect::<gulp_io::Result<_>>()
         .map(Decoded::Frames)
@@ -237,42 +240,29 @@ pub(crate) fn image_to_py(py: Python<'_>, image: Image) -> PyResult<Bound<'_, Py
 }
 
 impl Directory {
-    /// The reader of `id`'s chunk and the id's frame count (maps the data
-    /// file and parses the chunk's meta on first use; GIL released).
-    fn locate(&self, py: Python<'_>, id: &str) -> PyResult<(&ChunkReader, usize)> {
+    /// A reader of `id`'s data file, the position of its chunk and the
+    /// id's meta, parsed alone (not the chunk's: a forked worker reading
+    /// items at random keeps no chunk's meta; GIL released).
+    fn locate(&self, py: Python<'_>, id: &str) -> PyResult<(&ChunkReader, usize, ItemMeta)> {
         py.detach(|| {
-            let reader = self.inner.reader_for(id)?;
-            let n = reader.item(id)?.frame_info.len();
-            Ok((reader, n))
+            let (chunk, item) = self.inner.read_item(id)?;
+            Ok((self.inner.data_reader(chunk)?, chunk, item))
         })
         .map_err(io_err)
     }
 
-    /// The reader of `id`'s chunk and the frame indices `sel` selects, every
-    /// frame for `None`.
+    /// A reader of `id`'s data file and the records `(frame index,
+    /// frame_info)` that `sel` selects, every frame for `None`.
     fn selected(
         &self,
         py: Python<'_>,
         id: &str,
         sel: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(&ChunkReader, Vec<usize>)> {
-        let (reader, n) = self.locate(py, id)?;
+    ) -> PyResult<(&ChunkReader, Vec<(usize, FrameInfo)>)> {
+        let (reader, _, item) = self.locate(py, id)?;
+        let n = item.frame_info.len();
         let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
-        Ok((reader, indices))
-    }
-
-    /// The chunk index (position in `chunks()`) holding `id`.
-    fn chunk_index(&self, id: &str) -> PyResult<usize> {
-        let number = self
-            .inner
-            .chunk_of(id)
-            .map(|c| c.chunk)
-            .ok_or_else(|| unknown(&self.inner, id))?;
-        self.inner
-            .chunks()
-            .iter()
-            .position(|c| c.chunk == number)
-            .ok_or_else(|| unknown(&self.inner, id))
+        Ok((reader, records(&item, &indices)))
     }
 
     /// The cached memoryview of chunk `index`'s mapped data file, or `None`
@@ -361,13 +351,6 @@ pub(crate) fn cache_options(
             )))
         }
     }
-}
-
-fn unknown(dir: &GulpDirectory, id: &str) -> PyErr {
-    Class::UnknownId.err(format!(
-        "no item with id {id:?} in {}",
-        dir.path().display()
-    ))
 }
 
 #[pymethods]
@@ -476,12 +459,14 @@ impl Directory {
 
     /// The number of frames of `id`.
     fn frame_count(&self, py: Python<'_>, id: &str) -> PyResult<usize> {
-        self.locate(py, id).map(|(_, n)| n)
+        py.detach(|| self.inner.read_item(id))
+            .map(|(_, item)| item.frame_info.len())
+            .map_err(io_err)
     }
 
     /// `meta_data[0]` of `id` (gulpio2's `gd[id][1]`), a new dict.
     fn meta<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
-        let item = py.detach(|| self.inner.item(id)).map_err(io_err)?;
+        let (_, item) = py.detach(|| self.inner.read_item(id)).map_err(io_err)?;
         match item.meta_data.first() {
             Some(v) => to_py(py, v),
             None => Err(Class::Selection.err(format!("id {id:?} has an empty meta_data list"))),
@@ -490,8 +475,8 @@ impl Directory {
 
     /// `{"frame_info": [...], "meta_data": [...]}` of `id`.
     fn item<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let item = py.detach(|| self.inner.item(id)).map_err(io_err)?;
-        item_to_py(py, item)
+        let (_, item) = py.detach(|| self.inner.read_item(id)).map_err(io_err)?;
+        item_to_py(py, &item)
     }
 
     /// The meta dict of chunk `index` (id to item dict), as gulpio2's
@@ -538,15 +523,14 @@ impl Directory {
         let options = decode_options(
             color, dct_scale, min_size, region, dct, upsampling, strict, codec,
         )?;
-        let (reader, n) = self.locate(py, id)?;
-        let indices = resolve(sel, n, id)?.unwrap_or_else(|| (0..n).collect());
+        let (reader, records) = self.selected(py, id, sel)?;
         let decoded = py
-            .detach(|| decode_frames(reader, id, &indices, &options))
+            .detach(|| decode_frames(reader, id, &records, &options))
             .map_err(io_err)?;
         let list = PyList::empty(py);
         match decoded {
             Decoded::Item { map, shape } => {
-                for array in pool::item_arrays(py, map, shape, indices.len())? {
+                for array in pool::item_arrays(py, map, shape, records.len())? {
                     list.append(array)?;
                 }
             }
@@ -570,17 +554,17 @@ impl Directory {
         id: &str,
         sel: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (reader, n) = self.locate(py, id)?;
+        let (reader, index, item) = self.locate(py, id)?;
+        let n = item.frame_info.len();
         let indices = resolve(sel, n, id)?;
-        let item = reader.item(id).map_err(io_err)?;
-        let index = self.chunk_index(id)?;
         let list = PyList::empty(py);
         let Some(view) = self.chunk_view(py, index, reader)? else {
             // Read through a file handle or from a store: the frames in one
             // read (one request from a store), as bytes.
             let indices = indices.unwrap_or_else(|| (0..n).collect());
+            let records = records(&item, &indices);
             let frames = py
-                .detach(|| reader.frames_at(id, &indices))
+                .detach(|| reader.records_at(id, &records))
                 .map_err(io_err)?;
             for bytes in frames {
                 list.append(PyBytes::new(py, &bytes))?;
@@ -609,9 +593,9 @@ impl Directory {
         id: &str,
         sel: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (reader, indices) = self.selected(py, id, sel)?;
+        let (reader, records) = self.selected(py, id, sel)?;
         let frames = py
-            .detach(|| reader.frames_at(id, &indices))
+            .detach(|| reader.records_at(id, &records))
             .map_err(io_err)?;
         let list = PyList::empty(py);
         for bytes in frames {
@@ -629,16 +613,17 @@ impl Directory {
         id: &str,
         sel: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (reader, indices) = self.selected(py, id, sel)?;
+        let (reader, records) = self.selected(py, id, sel)?;
         let codec = DecodeOptions::default().codec;
         let shapes = py
             .detach(|| -> gulp_io::Result<Vec<(usize, usize, usize)>> {
-                let jpegs = reader.frames_at(id, &indices)?;
-                indices
+                let jpegs = reader.records_at(id, &records)?;
+                records
                     .iter()
                     .zip(&jpegs)
-                    .map(|(&k, jpeg)| {
-                        let h = reader.with_jpeg(id, k, jpeg, codec, |f| Ok(*f.header()))?;
+                    .map(|((k, fi), jpeg)| {
+                        let h =
+                            reader.with_record(id, *k, fi.loc, jpeg, codec, |f| Ok(*f.header()))?;
                         Ok((h.height, h.width, if h.gray { 1 } else { 3 }))
                     })
                     .collect()
@@ -650,6 +635,15 @@ impl Directory {
         }
         Ok(list)
     }
+}
+
+/// The records `(frame index, frame_info)` of frames `indices` of `item`
+/// (indices that [`resolve`] checked against its frame count).
+fn records(item: &ItemMeta, indices: &[usize]) -> Vec<(usize, FrameInfo)> {
+    indices
+        .iter()
+        .filter_map(|&k| item.frame_info.get(k).map(|fi| (k, *fi)))
+        .collect()
 }
 
 /// `slice(start, end)`. Not `PySlice::new`: pyo3 0.30.1's leaks its

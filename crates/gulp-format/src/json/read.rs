@@ -90,7 +90,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn item(&mut self, id: &str) -> Result<ItemMeta> {
+    pub(super) fn item(&mut self, id: &str) -> Result<ItemMeta> {
         let start = self.pos;
         if !self.eat(b'{') {
             return Err(Error::item(id, start, "item is not an object"));

@@ -46,10 +46,12 @@ impl<'a> Parser<'a> {
                 self.skip_ws();
                 self.expect(b':', "expected ':' after the id")?;
                 self.skip_ws();
+                let at = self.pos as u64;
                 let frames = self.skim_item(index.pending(start))?;
+                let span = [at, self.pos as u64];
                 // An OrderedDict keeps the first position and the last value.
-                if let Some(earlier) = index.finish_id(start, frames) {
-                    index.set_frames(earlier, frames);
+                if let Some(earlier) = index.finish_id(start, frames, span) {
+                    index.set_item(earlier, frames, span);
                 }
                 self.skip_ws();
                 if self.eat(b'}') {

@@ -3,7 +3,8 @@
 //! `msgpack_meta_sealed`.
 
 use gulp_format::{
-    ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaData, MetaFormat, read_index, read_meta,
+    ChunkMeta, ItemMeta, JsonSerializer, MSGPACK_MAGIC, MetaData, MetaFormat, MetaIndex,
+    read_index, read_item, read_meta,
 };
 
 use crate::trailer::seal;
@@ -167,6 +168,7 @@ pub fn check_index(data: &[u8], meta: Option<&ChunkMeta>) {
             assert_eq!(skim, full, "read_index and read_meta disagree");
             assert_eq!(index.len(), meta.len());
             assert_eq!(index.n_frames(), meta.n_frames() as u64);
+            check_items_alone(data, meta, &index);
         }
         (Some(_), Err(e)) => panic!("read_index rejects what read_meta accepts: {e}"),
         (None, Ok(index)) => assert_eq!(
@@ -175,6 +177,32 @@ pub fn check_index(data: &[u8], meta: Option<&ChunkMeta>) {
             "read_index accepts a JSON meta that read_meta rejects"
         ),
         (None, Err(_)) => {}
+    }
+}
+
+/// Every item of an accepted meta, parsed alone from the span
+/// `read_index` found for it, is the item `read_meta` built (frame
+/// checksums, which `read_item` leaves out, aside).
+fn check_items_alone(data: &[u8], meta: &ChunkMeta, index: &MetaIndex) {
+    let slice = |r: &std::ops::Range<u64>| &data[r.start as usize..r.end as usize];
+    for (i, (id, item)) in meta.iter().enumerate() {
+        let span = index.item_span(i).expect("a span for every item");
+        let alone = read_item(
+            index.format(),
+            id,
+            &span,
+            slice(&span.meta),
+            slice(&span.frames),
+        )
+        .unwrap_or_else(|e| panic!("read_item rejects item {id:?} that read_meta accepts: {e}"));
+        let expected = ItemMeta {
+            frame_checksums: Vec::new(),
+            ..item.clone()
+        };
+        assert_eq!(
+            alone, expected,
+            "read_item and read_meta disagree on {id:?}"
+        );
     }
 }
 
