@@ -216,6 +216,65 @@ impl Default for Thresholds {
     }
 }
 
+impl Thresholds {
+    /// The names of the thresholds, as [`set`](Self::set) takes them (the
+    /// CLI's flags without `--`, with `_` for `-`).
+    pub const NAMES: [&'static str; 12] = [
+        "near_distance",
+        "dark",
+        "light",
+        "blank",
+        "low_information",
+        "blurry",
+        "frozen_diff",
+        "frozen_frames",
+        "min_frames",
+        "odd_size",
+        "odd_aspect",
+        "min_class_items",
+    ];
+
+    /// Sets the threshold `name` to `value` (counts must be whole and not
+    /// negative; every value finite).
+    pub fn set(&mut self, name: &str, value: f64) -> Result<(), String> {
+        if !value.is_finite() {
+            return Err(format!("threshold {name} = {value}: not a finite number"));
+        }
+        let count = || {
+            if value >= 0.0 && value.fract() == 0.0 && value <= u32::MAX as f64 {
+                // Checked whole and in range just above.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                Ok(value as u32)
+            } else {
+                Err(format!(
+                    "threshold {name} = {value}: a whole number of 0 or more"
+                ))
+            }
+        };
+        match name {
+            "near_distance" => self.near_distance = count()?,
+            "dark" => self.dark = value,
+            "light" => self.light = value,
+            "blank" => self.blank = value,
+            "low_information" => self.low_information = value,
+            "blurry" => self.blurry = value,
+            "frozen_diff" => self.frozen_diff = value,
+            "frozen_frames" => self.frozen_frames = count()? as usize,
+            "min_frames" => self.min_frames = count()? as usize,
+            "odd_size" => self.odd_size = value,
+            "odd_aspect" => self.odd_aspect = value,
+            "min_class_items" => self.min_class_items = count()? as usize,
+            _ => {
+                return Err(format!(
+                    "unknown threshold {name:?} (known: {})",
+                    Thresholds::NAMES.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How to lint ([`crate::lint`]).
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -276,6 +335,13 @@ mod tests {
             Check::parse_list("dark, blurry,dark"),
             Ok(vec![Check::Dark, Check::Blurry])
         );
+        let mut t = Thresholds::default();
+        for name in Thresholds::NAMES {
+            assert_eq!(t.set(name, 3.0), Ok(()), "{name}");
+        }
+        assert_eq!((t.near_distance, t.dark, t.min_class_items), (3, 3.0, 3));
+        assert!(t.set("frozen_frames", 2.5).unwrap_err().contains("whole"));
+        assert!(t.set("fuzz", 1.0).unwrap_err().contains("blurry"));
         let err = Check::parse_list("dark,fuzzy").unwrap_err();
         assert!(
             err.contains("\"fuzzy\"") && err.contains("low_information"),
