@@ -42,7 +42,7 @@ pub(crate) fn stats(luma: &[u8], width: usize, height: usize) -> Stats {
     }
     let mean = sum / n;
     let std = (sum2 / n - mean * mean).max(0.0).sqrt();
-    let entropy = hist
+    let entropy: f64 = hist
         .iter()
         .filter(|&&c| c > 0)
         .map(|&c| {
@@ -54,7 +54,8 @@ pub(crate) fn stats(luma: &[u8], width: usize, height: usize) -> Stats {
         p5: percentile(&hist, n, 0.05),
         p99: percentile(&hist, n, 0.99),
         std,
-        entropy,
+        // A one-value histogram sums to -0.0.
+        entropy: entropy.max(0.0) + 0.0,
         sharpness: laplacian_std(luma, width, height) / std.max(1.0),
     }
 }
