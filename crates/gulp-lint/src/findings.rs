@@ -162,22 +162,21 @@ fn near_duplicates(
 ) -> Vec<Finding> {
     let limit = options.thresholds.near_distance;
     // One representative per group of whole copies.
+    // Keyed by the middle sample's whole and centre hashes: a crop's whole
+    // meets its source's centre.
     let hashes: Vec<(u64, usize)> = scans
         .iter()
         .enumerate()
         .filter(|&(i, _)| exact_of[i] == usize::MAX || exact_of[i] == i)
-        .filter_map(|(i, s)| s.signature.map(|sig| (sig[SAMPLES / 2], i)))
+        .filter_map(|(i, s)| s.signature.map(|sig| (sig, i)))
+        .flat_map(|(sig, i)| [(sig.full[SAMPLES / 2], i), (sig.centre[SAMPLES / 2], i)])
         .collect();
     let mut groups = Groups::new(scans.len());
     let joined = near::search(&hashes, &mut groups, |a, b| {
         let (Some(sa), Some(sb)) = (scans[a].signature, scans[b].signature) else {
             return None;
         };
-        let mut d: Vec<u32> = sa
-            .iter()
-            .zip(&sb)
-            .map(|(x, y)| (x ^ y).count_ones())
-            .collect();
+        let mut d: Vec<u32> = (0..SAMPLES).map(|k| sa.distance(&sb, k)).collect();
         d.sort_unstable();
         let worst = d[SAMPLES_AGREEING - 1];
         (worst <= limit).then_some(worst)

@@ -22,13 +22,10 @@ pub(crate) struct Stats {
     pub std: f64,
     /// Entropy of the 256-bin histogram, in bits.
     pub entropy: f64,
-    /// Standard deviation of the 4-neighbour Laplacian divided by that of
-    /// luma (0 for a uniform frame).
-    pub sharpness: f64,
 }
 
 /// Measures a `width`x`height` luma image.
-pub(crate) fn stats(luma: &[u8], width: usize, height: usize) -> Stats {
+pub(crate) fn stats(luma: &[u8]) -> Stats {
     let mut hist = [0u64; 256];
     for &v in luma {
         hist[usize::from(v)] += 1;
@@ -56,7 +53,6 @@ pub(crate) fn stats(luma: &[u8], width: usize, height: usize) -> Stats {
         std,
         // A one-value histogram sums to -0.0.
         entropy: entropy.max(0.0) + 0.0,
-        sharpness: laplacian_std(luma, width, height) / std.max(1.0),
     }
 }
 
@@ -71,6 +67,40 @@ fn percentile(hist: &[u64; 256], n: f64, q: f64) -> f64 {
         }
     }
     255.0
+}
+
+/// How sharp a frame is, from two measures of its finest detail, both 1
+/// or more for a sharp photograph and lower the more it is blurred: the
+/// standard deviation of the 4-neighbour Laplacian divided by that of luma
+/// (detail for the contrast), and that Laplacian's deviation divided by the
+/// one of the image halved (fine detail for coarse detail: a blur removes
+/// the first and keeps the second, a smooth but sharp subject lowers
+/// both). The score is `ratio * relative^(1/4)`; 0 for a uniform frame.
+pub(crate) fn sharpness(luma: &[u8], width: usize, height: usize, std: f64) -> f64 {
+    let fine = laplacian_std(luma, width, height);
+    let (half, hw, hh) = halve(luma, width, height);
+    let coarse = laplacian_std(&half, hw, hh);
+    if fine <= 0.0 || coarse <= 0.0 {
+        return 0.0;
+    }
+    (fine / coarse) * (fine / std.max(1.0)).powf(0.25)
+}
+
+/// The image at half size, each pixel the mean of 2x2.
+fn halve(luma: &[u8], width: usize, height: usize) -> (Vec<u8>, usize, usize) {
+    let (hw, hh) = (width / 2, height / 2);
+    let mut out = Vec::with_capacity(hw * hh);
+    for y in 0..hh {
+        let (r0, r1) = (&luma[2 * y * width..], &luma[(2 * y + 1) * width..]);
+        for x in 0..hw {
+            let sum = u16::from(r0[2 * x])
+                + u16::from(r0[2 * x + 1])
+                + u16::from(r1[2 * x])
+                + u16::from(r1[2 * x + 1]);
+            out.push(u8::try_from((sum + 2) / 4).unwrap_or(u8::MAX));
+        }
+    }
+    (out, hw, hh)
 }
 
 fn laplacian_std(luma: &[u8], width: usize, height: usize) -> f64 {
@@ -102,12 +132,37 @@ fn laplacian_std(luma: &[u8], width: usize, height: usize) -> f64 {
 /// pixel the mean of the source area it covers, partial pixels weighted by
 /// their overlap (so that any source size samples the picture evenly).
 pub(crate) fn thumbnail(luma: &[u8], width: usize, height: usize) -> [f32; THUMB * THUMB] {
+    thumbnail_of(luma, width, (0, 0, width, height))
+}
+
+/// The thumbnail of the central part of a luma image, [`CENTRE`] of each
+/// side: what is left of a picture cropped by a few percent, so that its
+/// hash matches the crop's.
+pub(crate) fn centre_thumbnail(luma: &[u8], width: usize, height: usize) -> [f32; THUMB * THUMB] {
+    let (cw, ch) = (width * CENTRE.0 / CENTRE.1, height * CENTRE.0 / CENTRE.1);
+    if cw == 0 || ch == 0 {
+        return thumbnail(luma, width, height);
+    }
+    thumbnail_of(luma, width, ((width - cw) / 2, (height - ch) / 2, cw, ch))
+}
+
+/// The part of each side the centre thumbnail keeps: 7/8 (a crop of 6 %
+/// off each edge).
+const CENTRE: (usize, usize) = (7, 8);
+
+/// The thumbnail of the `(x, y, width, height)` rectangle of a luma image
+/// whose rows are `stride` pixels.
+fn thumbnail_of(
+    luma: &[u8],
+    stride: usize,
+    (x0, y0, width, height): (usize, usize, usize, usize),
+) -> [f32; THUMB * THUMB] {
     let cols = area_weights(width);
     let rows = area_weights(height);
     // Rows of the source to THUMB columns each, then THUMB rows of those.
     let mut narrow = vec![0f32; height * THUMB];
     for y in 0..height {
-        let line = &luma[y * width..(y + 1) * width];
+        let line = &luma[(y0 + y) * stride + x0..(y0 + y) * stride + x0 + width];
         for (tx, weights) in cols.iter().enumerate() {
             narrow[y * THUMB + tx] = weights.iter().map(|&(x, w)| w * f32::from(line[x])).sum();
         }
@@ -227,13 +282,11 @@ mod tests {
 
     #[test]
     fn uniform_frame_statistics() {
-        let s = stats(&[17; 40 * 30], 40, 30);
-        assert_eq!(
-            (s.p5, s.p99, s.std, s.entropy, s.sharpness),
-            (17.0, 17.0, 0.0, 0.0, 0.0)
-        );
+        let s = stats(&[17; 40 * 30]);
+        assert_eq!((s.p5, s.p99, s.std, s.entropy), (17.0, 17.0, 0.0, 0.0));
+        assert_eq!(sharpness(&[17; 40 * 30], 40, 30, 0.0), 0.0);
         let p = picture(64, 48);
-        let s = stats(&p, 64, 48);
+        let s = stats(&p);
         assert!(s.std > 20.0 && s.entropy > 5.0 && s.p5 < s.p99, "{s:?}");
     }
 

@@ -31,8 +31,8 @@ pub enum Check {
     /// Frames whose luma histogram has at most
     /// [`Thresholds::low_information`] bits of entropy.
     LowInformation,
-    /// Frames whose Laplacian, relative to their contrast, is at most
-    /// [`Thresholds::blurry`].
+    /// Frames whose sharpness score is at most [`Thresholds::blurry`]
+    /// (judged on up to 3 frames per item).
     Blurry,
     /// Runs of at least [`Thresholds::frozen_frames`] consecutive frames that
     /// differ by at most [`Thresholds::frozen_diff`].
@@ -131,24 +131,29 @@ impl FromStr for Check {
 }
 
 /// Near duplicates: at most this many of the 64 bits of the perceptual
-/// hash differ (re-encoded and resized copies differ by 0-4, crops of a
-/// few percent by up to about 8, unrelated photographs by about 32).
-pub const NEAR_DISTANCE: u32 = 10;
+/// hash differ (re-encoded and resized copies differ by 0-6, crops of 6 %
+/// a side by 0-10 (the centre hash of the source against the whole of the
+/// crop), unrelated photographs by about 32, but unrelated pictures of one
+/// layout, as retina scans, from 9 on).
+pub const NEAR_DISTANCE: u32 = 8;
 /// Dark: the 99th percentile of luma (0-255) is at most this: even the
 /// brightest part of the frame is dark.
 pub const DARK: f64 = 60.0;
 /// Light: the 5th percentile of luma is at least this: even the darkest
 /// part of the frame is light.
 pub const LIGHT: f64 = 200.0;
-/// Blank: the standard deviation of luma (0-255) is at most this.
-pub const BLANK: f64 = 3.0;
+/// Blank: the standard deviation of luma (0-255) is at most this (a JPEG
+/// of one colour has 0; a dark photograph still has 3 or more).
+pub const BLANK: f64 = 1.5;
 /// Low information: the entropy of the luma histogram is at most this many
 /// bits (of 8).
 pub const LOW_INFORMATION: f64 = 3.0;
-/// Blurry: the standard deviation of the Laplacian, divided by that of
-/// luma, is at most this (both at the decoding scale, whose short edge is
-/// 32-63 pixels).
-pub const BLURRY: f64 = 0.20;
+/// Blurry: the sharpness score is at most this (docs/lint.md: fine over
+/// coarse Laplacian, times the fourth root of the Laplacian over luma's
+/// deviation, at the decoding whose short edge is at least 112 pixels;
+/// sharp photographs score 0.26 to 1.2 (smooth retina scans the lowest),
+/// a Gaussian blur of radius 4 on a 224-pixel image 0.15 to 0.26).
+pub const BLURRY: f64 = 0.26;
 /// Frozen: consecutive frames whose 32x32 thumbnails differ by at most this
 /// mean absolute luma difference (0-255) are the same picture.
 pub const FROZEN_DIFF: f64 = 1.0;

@@ -3,6 +3,11 @@
 //! whose short edge is at least 32 pixels (1/8, the DC coefficients alone,
 //! for frames of 256 pixels and more) and measured; what the later checks
 //! need is kept per item, a few dozen bytes per frame.
+//!
+//! Blur is the exception: it lives in the detail that 1/8 averages away,
+//! so when the `blurry` check runs, up to [`BLUR_SAMPLES`] frames of each
+//! item (the one frame of an image) are also decoded at the least scale
+//! whose short edge is [`BLUR_EDGE`] pixels, and judged there.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,6 +21,30 @@ use crate::options::{Check, Options, Thresholds};
 /// Frames sampled per item for its near-duplicate signature (all of them,
 /// repeated, for items of fewer frames).
 pub(crate) const SAMPLES: usize = 8;
+/// Which of the [`SAMPLES`] are also judged for blur.
+const BLUR_SAMPLES: [usize; 3] = [1, 4, 6];
+/// The least short edge, in pixels, of the decoding a frame's blur is
+/// judged on (1/2 of a 224-pixel frame; 3/8 of a 300-pixel one).
+const BLUR_EDGE: usize = 112;
+
+/// The perceptual hashes of an item's sampled frames: of the whole frame,
+/// and of its centre (which matches the whole of a slightly cropped copy).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Signature {
+    pub full: [u64; SAMPLES],
+    pub centre: [u64; SAMPLES],
+}
+
+impl Signature {
+    /// The distance of sample `k` of two items: the least over whole/whole,
+    /// centre/whole and whole/centre.
+    pub fn distance(&self, other: &Signature, k: usize) -> u32 {
+        let d = |a: u64, b: u64| (a ^ b).count_ones();
+        d(self.full[k], other.full[k])
+            .min(d(self.centre[k], other.full[k]))
+            .min(d(self.full[k], other.centre[k]))
+    }
+}
 
 /// One item to scan: its directory, the reader of its chunk, its id.
 pub(crate) struct Unit<'a> {
@@ -46,7 +75,7 @@ pub(crate) struct ItemScan {
     pub frame_hashes: Vec<Option<u64>>,
     /// Perceptual hashes of [`SAMPLES`] frames spread over the item;
     /// `None` if the middle one is blank or did not decode.
-    pub signature: Option<[u64; SAMPLES]>,
+    pub signature: Option<Signature>,
     /// Per-frame findings.
     pub flagged: Vec<Flagged>,
     /// Frames that did not decode, with the decoder's message.
@@ -56,10 +85,10 @@ pub(crate) struct ItemScan {
 /// The decoding of every frame: luma, fast DCT, at the least DCT scale
 /// whose short edge is at least the thumbnail's side; a damaged frame
 /// gives the decoder's best picture.
-fn decode_options() -> DecodeOptions {
+fn decode_options(edge: usize) -> DecodeOptions {
     DecodeOptions {
         color: ColorMode::Gray,
-        scale: Scale::ShortEdge(THUMB),
+        scale: Scale::ShortEdge(edge),
         strict: false,
         ..DecodeOptions::default()
     }
@@ -133,9 +162,17 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         .reader
         .frames_at(unit.id, &indices)
         .map_err(Error::read)?;
-    let decode = decode_options();
+    let (decode, blur_decode) = (decode_options(THUMB), decode_options(BLUR_EDGE));
     let samples: Vec<usize> = (0..SAMPLES).map(|k| sample_frame(k, n)).collect();
-    let mut signature = [0u64; SAMPLES];
+    let blur_frames: Vec<usize> = if options.runs(Check::Blurry) {
+        BLUR_SAMPLES.iter().map(|&k| samples[k]).collect()
+    } else {
+        Vec::new()
+    };
+    let mut signature = Signature {
+        full: [0; SAMPLES],
+        centre: [0; SAMPLES],
+    };
     let mut signature_ok = n > 0;
     let mut content = (0u64, 0u64);
     let mut frame_hashes = Vec::with_capacity(if n > 1 { n } else { 0 });
@@ -158,8 +195,24 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
             &[content.1.to_le_bytes(), byte_hash(jpeg, 3).to_le_bytes()].concat(),
             4,
         );
+        let judge_blur = blur_frames.contains(&k);
+        // The frame's header is read once; a frame judged for blur is
+        // decoded twice (at the blur scale, then as every frame is, so
+        // that its statistics and thumbnail compare with the others').
+        let mut sharpness = None;
         let decoded = JpegFrame::new(jpeg, decode.codec).and_then(|mut frame| {
             let header = *frame.header();
+            if judge_blur {
+                let shape = header.output_shape(&blur_decode);
+                buf.resize(shape.len(), 0);
+                let shape = frame.decode_into(&blur_decode, buf)?;
+                let luma = &buf[..shape.len()];
+                let std = measure::stats(luma).std;
+                // A uniform frame has no edges to be sharp or blurred.
+                if std > t.blank {
+                    sharpness = Some(measure::sharpness(luma, shape.width, shape.height, std));
+                }
+            }
             let shape = header.output_shape(&decode);
             buf.resize(shape.len(), 0);
             let shape = frame.decode_into(&decode, buf)?;
@@ -184,7 +237,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
             size = Some((header.width, header.height));
         }
         let luma = &buf[..shape.len()];
-        let s = measure::stats(luma, shape.width, shape.height);
+        let s = measure::stats(luma);
         let blank = s.std <= t.blank;
         if n > 1 {
             frame_hashes.push((!blank).then_some(h));
@@ -201,15 +254,17 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         if s.entropy <= t.low_information {
             work.flag(Check::LowInformation, k, s.entropy, lower);
         }
-        // A uniform frame has no edges to be sharp or blurred.
-        if !blank && s.sharpness <= t.blurry {
-            work.flag(Check::Blurry, k, s.sharpness, lower);
+        if let Some(sharpness) = sharpness.filter(|&x| x <= t.blurry) {
+            work.flag(Check::Blurry, k, sharpness, lower);
         }
         let thumb = measure::thumbnail(luma, shape.width, shape.height);
         if samples.contains(&k) {
-            let hash = measure::phash(&thumb);
+            let full = measure::phash(&thumb);
+            let centre =
+                measure::phash(&measure::centre_thumbnail(luma, shape.width, shape.height));
             for (slot, _) in samples.iter().enumerate().filter(|(_, f)| **f == k) {
-                signature[slot] = hash;
+                signature.full[slot] = full;
+                signature.centre[slot] = centre;
             }
             if samples[SAMPLES / 2] == k && blank {
                 signature_ok = false;

@@ -98,7 +98,7 @@ fn every_planted_image_issue_is_found_and_nothing_else() {
     std::fs::create_dir(&media).unwrap();
     let p: Vec<Vec<u8>> = (0..14).map(|i| picture(&media, i)).collect();
     let reencoded = filtered(&media, "reenc", &p[1], "scale=200:150", "12");
-    let cropped = filtered(&media, "crop", &p[2], "crop=iw*0.92:ih*0.92", "3");
+    let cropped = filtered(&media, "crop", &p[2], "crop=iw*0.88:ih*0.88", "3");
     let blurred = filtered(&media, "blur", &p[3], "gblur=sigma=12", "3");
     let tiny = filtered(&media, "tiny", &p[12], "scale=48:36", "3");
     let wide = filtered(&media, "wide", &p[13], "scale=480:100", "3");
