@@ -98,8 +98,11 @@ fn keys(v: &Value) -> BTreeSet<&str> {
     v.as_object().unwrap().keys().map(String::as_str).collect()
 }
 
-/// (check, [(dir, id, frame count)]) of every finding.
-fn findings(report: &Value) -> Vec<(String, Vec<(u64, String, usize)>)> {
+/// (dir, id, frame count) of an item of a finding.
+type Item = (u64, String, usize);
+
+/// (check, items) of every finding.
+fn findings(report: &Value) -> Vec<(String, Vec<Item>)> {
     report["findings"]
         .as_array()
         .unwrap()
@@ -169,7 +172,7 @@ fn planted_video_issues_json_shape_and_ids_out() {
     }
     let got = findings(&report);
     let has = |check: &str, items: &[(u64, &str, usize)]| {
-        let want: Vec<(u64, String, usize)> = items
+        let want: Vec<Item> = items
             .iter()
             .map(|(d, id, n)| (*d, (*id).to_owned(), *n))
             .collect();
