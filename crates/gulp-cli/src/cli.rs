@@ -89,6 +89,25 @@ pub enum Command {
     /// problem was found, 2 if the directory cannot be read at all.
     #[command(after_help = "Example: gulp check data/train --decode")]
     Check(CheckArgs),
+    /// Find what is wrong with the data before training on it.
+    ///
+    /// Reads every item of each DIR (local or s3://) on all cores, decoding
+    /// frames at the least DCT scale that serves the checks (1/8 for frames
+    /// of 256 pixels and more), and reports: exact duplicates (same stored
+    /// bytes, whole items or frames), near duplicates (perceptual hash:
+    /// re-encoded, resized, slightly cropped copies), leaks (a duplicate
+    /// across two DIRs), dark, light, blank, low-information and blurry
+    /// frames, frozen runs, short items, odd frame sizes and aspect ratios
+    /// (against each directory's median) and labels (small classes, labels
+    /// missing from label2idx.json, items without the label key). Each
+    /// check has a threshold flag below; docs/lint.md explains them.
+    ///
+    /// Exit status: 0 if nothing was found, 1 if there are findings, 2 on an
+    /// error.
+    #[command(
+        after_help = "Example: gulp lint data/val data/train --json lint.json --ids-out val.ids --ids-out train.ids --drop blank,short"
+    )]
+    Lint(LintArgs),
     /// Clear what an interrupted write left behind.
     ///
     /// Does what the next ingest would do first: finishes a commit that was
@@ -430,6 +449,14 @@ pub struct IngestArgs {
     /// GULP_SHARD_COUNT). See docs/scale-out.md.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
+    /// After the ingest, lint the output directory (`gulp lint` with its
+    /// defaults: all checks; items already there count, so a new item that
+    /// copies an old one is found) and print the findings.
+    #[arg(long)]
+    pub lint: bool,
+    /// With --lint: also write the lint report as JSON to FILE.
+    #[arg(long, value_name = "FILE", requires = "lint")]
+    pub lint_json: Option<PathBuf>,
     /// The number of tasks for `--shard auto` on Kubernetes (an Indexed
     /// Job's completions).
     #[arg(long, value_name = "N", requires = "shard")]
@@ -447,6 +474,95 @@ pub struct CheckArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `gulp lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// The gulp directories (their index in the report is their position
+    /// here; for copies across them, --ids-out keeps the one in the first).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The checks to run, comma-separated (default: all): exact_duplicate,
+    /// near_duplicate, leak, dark, light, blank, low_information, blurry,
+    /// frozen, short, odd_size, odd_aspect, label.
+    #[arg(long, value_name = "A,B", value_parser = parse_checks)]
+    pub checks: Option<CheckList>,
+    /// Write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the ids to keep to FILE, one per line (once per DIR, in the
+    /// same order): one item per group of copies, none with a finding of
+    /// the checks of --drop. ClipLoader(ids=FILE) takes it as it is.
+    #[arg(long, value_name = "FILE")]
+    pub ids_out: Vec<PathBuf>,
+    /// With --ids-out: also leave out the items with a finding of these
+    /// checks (comma-separated).
+    #[arg(long, value_name = "A,B", value_parser = parse_checks, requires = "ids_out")]
+    pub drop: Option<CheckList>,
+    /// Decoding threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<NonZeroUsize>,
+    /// The meta_data key that holds an item's label.
+    #[arg(long, value_name = "KEY", default_value = gulp_lint::LABEL_KEY)]
+    pub label_key: String,
+    /// No progress bar and no table (the exit status and --json still tell).
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+}
+
+/// A comma-separated list of lint checks.
+#[derive(Debug, Clone)]
+pub struct CheckList(pub Vec<gulp_lint::Check>);
+
+fn parse_checks(text: &str) -> Result<CheckList, String> {
+    gulp_lint::Check::parse_list(text).map(CheckList)
+}
+
+/// The threshold of each check of `gulp lint` (docs/lint.md).
+#[derive(Debug, Clone, Args)]
+pub struct ThresholdArgs {
+    /// near_duplicate, leak: at most N of the 64 perceptual-hash bits differ.
+    #[arg(long, value_name = "N", default_value_t = gulp_lint::NEAR_DISTANCE)]
+    pub near_distance: u32,
+    /// dark: the 99th percentile of luma (0-255) is at most this.
+    #[arg(long, value_name = "LUMA", default_value_t = gulp_lint::DARK)]
+    pub dark: f64,
+    /// light: the 5th percentile of luma is at least this.
+    #[arg(long, value_name = "LUMA", default_value_t = gulp_lint::LIGHT)]
+    pub light: f64,
+    /// blank: the standard deviation of luma is at most this.
+    #[arg(long, value_name = "STD", default_value_t = gulp_lint::BLANK)]
+    pub blank: f64,
+    /// low_information: the entropy of the luma histogram is at most this
+    /// many bits.
+    #[arg(long, value_name = "BITS", default_value_t = gulp_lint::LOW_INFORMATION)]
+    pub low_information: f64,
+    /// blurry: the Laplacian's standard deviation over luma's is at most this.
+    #[arg(long, value_name = "X", default_value_t = gulp_lint::BLURRY)]
+    pub blurry: f64,
+    /// frozen: consecutive frames whose thumbnails differ by at most this
+    /// (mean absolute luma) are the same picture.
+    #[arg(long, value_name = "LUMA", default_value_t = gulp_lint::FROZEN_DIFF)]
+    pub frozen_diff: f64,
+    /// frozen: runs of at least N same frames.
+    #[arg(long, value_name = "N", default_value_t = gulp_lint::FROZEN_FRAMES)]
+    pub frozen_frames: usize,
+    /// short: items of fewer than N frames (in directories of videos).
+    #[arg(long, value_name = "N", default_value_t = gulp_lint::MIN_FRAMES)]
+    pub min_frames: usize,
+    /// odd_size: frame side (square root of the area) X times off the
+    /// directory's median, either way.
+    #[arg(long, value_name = "X", default_value_t = gulp_lint::ODD_SIZE)]
+    pub odd_size: f64,
+    /// odd_aspect: aspect ratio X times off the directory's median, either way.
+    #[arg(long, value_name = "X", default_value_t = gulp_lint::ODD_ASPECT)]
+    pub odd_aspect: f64,
+    /// label: classes with fewer than N items.
+    #[arg(long, value_name = "N", default_value_t = gulp_lint::MIN_CLASS_ITEMS)]
+    pub min_class_items: usize,
 }
 
 /// Arguments of `gulp dump-meta`.

@@ -7,6 +7,7 @@ mod dump_meta;
 mod extract;
 mod info;
 mod ingest;
+mod lint;
 mod merge;
 mod preview;
 mod recover;
@@ -91,6 +92,7 @@ pub fn run(command: Command) -> Result<Outcome> {
     match command {
         Command::Ingest(kind) => ingest::run(kind),
         Command::Check(args) => check::run(&args),
+        Command::Lint(args) => lint::run(&args),
         Command::Recover(args) => recover::run(&args),
         Command::Preview(args) => preview::run(&args),
         Command::DumpMeta(args) => dump_meta::run(&args),

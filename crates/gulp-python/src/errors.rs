@@ -120,6 +120,18 @@ pub(crate) fn ingest_err(e: gulp_ingest::Error) -> PyErr {
     }
 }
 
+/// A `gulp_lint` error as a Python exception.
+pub(crate) fn lint_err(e: gulp_lint::Error) -> PyErr {
+    match e {
+        gulp_lint::Error::Read(e) | gulp_lint::Error::Open { source: e, .. } => io_err(e),
+        gulp_lint::Error::Write {
+            ref path,
+            ref source,
+        } => os_err("writing", path, source),
+        e => Class::Invalid.err(e.to_string()),
+    }
+}
+
 /// A plain I/O error on `path` as a Python exception.
 pub(crate) fn os_err(op: &str, path: &std::path::Path, e: &std::io::Error) -> PyErr {
     io_class(e).err(format!("{op} {}: {e}", path.display()))

@@ -14,6 +14,7 @@ mod convert;
 mod directory;
 mod errors;
 mod ingest;
+mod lint;
 mod loader;
 mod pool;
 mod v1;
@@ -50,6 +51,7 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::ingest, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::check, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::recover, m)?)?;
+    m.add_function(wrap_pyfunction!(lint::lint, m)?)?;
     m.add_function(wrap_pyfunction!(directory::read_labels, m)?)?;
     m.add_function(wrap_pyfunction!(loader::read_ids, m)?)?;
     m.add_function(wrap_pyfunction!(loader::loader_defaults, m)?)?;

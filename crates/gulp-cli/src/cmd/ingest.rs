@@ -63,7 +63,34 @@ pub fn run(kind: IngestKind) -> Result<Outcome> {
     if !args.quiet {
         print_summary(&report, output, seed)?;
     }
+    if args.lint {
+        lint_output(output, &args)?;
+    }
     Ok(Outcome::Success)
+}
+
+/// `--lint`: lints the output directory with every check at its default
+/// threshold and prints the table (findings do not change the exit status
+/// of the ingest, which succeeded).
+fn lint_output(output: &Path, args: &IngestArgs) -> Result<()> {
+    let options = gulp_lint::Options {
+        open: super::directory_options(),
+        ..gulp_lint::Options::default()
+    };
+    let bar = (!args.quiet).then(|| super::progress("frames linted"));
+    let report = gulp_lint::lint(&[output], &options, &|n| {
+        if let Some(bar) = &bar {
+            bar.inc(n);
+        }
+    })
+    .with_context(|| format!("cannot lint {}", output.display()))?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if let Some(path) = &args.lint_json {
+        report.write_json(path)?;
+    }
+    super::lint::print(&report)
 }
 
 /// The JSON form of an ingest report (`--report FILE`).

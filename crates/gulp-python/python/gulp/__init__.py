@@ -16,7 +16,8 @@ clip loader; docs/benchmarks.md has the figures)::
 
 ``gulp.fileio``, ``gulp.utils`` and ``gulp.adapters`` carry gulpio2's names;
 ``gulp.ingest`` runs the built-in adapters of the ``gulp`` command,
-``gulp.check`` checks a directory, ``gulp.ClipLoader`` (and ``gulp.ImageLoader``,
+``gulp.check`` checks a directory, ``gulp.lint`` finds what is wrong with
+the data (duplicates, leaks, dark or frozen frames, ...), ``gulp.ClipLoader`` (and ``gulp.ImageLoader``,
 its image face) gives training
 batches of clips (``gulp.torch`` wraps it for PyTorch, ``gulp.dataset`` and
 ``gulp.transforms`` carry GulpIO v1's), and every error is a
@@ -26,7 +27,8 @@ batches of clips (``gulp.torch`` wraps it for PyTorch, ``gulp.dataset`` and
 from __future__ import annotations
 
 import json as _json
-from typing import TYPE_CHECKING, Any, Optional, Union
+import os
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from . import _gulp
 from . import adapters, errors, fileio, utils
@@ -53,6 +55,8 @@ __all__ = [
     "Segments",
     "CheckReport",
     "check",
+    "LintReport",
+    "lint",
     "ingest",
     "recover",
     "adapters",
@@ -104,6 +108,73 @@ def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> C
     """Checks a gulp directory for every kind of damage (``gulp check``);
     ``decode=True`` also decodes every frame. Returns a :class:`CheckReport`."""
     return CheckReport(_json.loads(_gulp.check(path, decode, threads)))
+
+
+class LintReport:
+    """What ``gulp.lint`` found: ``items`` (items read), ``findings`` (each
+    a dict ``{"check", "items": [{"dir", "id", "frames"}], "score",
+    "detail"}``), ``classes`` (each directory's label histogram) and
+    ``undecodable`` frames; the JSON of ``gulp lint --json``."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self.items: int = data["items"]
+        self.findings: list[dict[str, Any]] = data["findings"]
+        self.classes: list[dict[str, int]] = data["classes"]
+        self.undecodable: list[dict[str, Any]] = data["undecodable"]
+
+    def by_check(self, check: str) -> list[dict[str, Any]]:
+        """The findings of one check (``"near_duplicate"``, ``"dark"``, ...)."""
+        return [f for f in self.findings if f["check"] == check]
+
+    def __bool__(self) -> bool:
+        """Whether nothing was found."""
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a dict (the JSON of ``gulp lint --json``)."""
+        return dict(self._data)
+
+    def __repr__(self) -> str:
+        return f"LintReport({self.items} items, {len(self.findings)} findings)"
+
+
+def lint(paths: Union[_Path, Sequence[_Path]], checks: Optional[Sequence[str]] = None, *,
+         ids_out: Union[None, _Path, Sequence[_Path]] = None,
+         drop: Optional[Sequence[str]] = None, threads: Optional[int] = None,
+         label_key: Optional[str] = None, near_distance: Optional[int] = None,
+         dark: Optional[float] = None, light: Optional[float] = None,
+         blank: Optional[float] = None, low_information: Optional[float] = None,
+         blurry: Optional[float] = None, frozen_diff: Optional[float] = None,
+         frozen_frames: Optional[int] = None, min_frames: Optional[int] = None,
+         odd_size: Optional[float] = None, odd_aspect: Optional[float] = None,
+         min_class_items: Optional[int] = None) -> LintReport:
+    """Finds what is wrong with gulp directories before training on them
+    (``gulp lint``; docs/lint.md): duplicates, leaks across ``paths``,
+    dark, light, blank, low-information, blurry and frozen frames, short
+    items, odd sizes and aspect ratios, label problems.
+
+    ``checks``: the names to run (default: all). ``ids_out``: a file per
+    directory (in the order of ``paths``) that gets the ids to keep, one
+    per line: one item per group of copies, none with a finding of the
+    checks in ``drop``; ``ClipLoader(ids=...)`` takes it as it is. The
+    threshold keywords override the defaults of docs/lint.md (``None``
+    keeps a default). Returns a :class:`LintReport`."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if isinstance(ids_out, (str, os.PathLike)):
+        ids_out = [ids_out]
+    given = {
+        "near_distance": near_distance, "dark": dark, "light": light, "blank": blank,
+        "low_information": low_information, "blurry": blurry, "frozen_diff": frozen_diff,
+        "frozen_frames": frozen_frames, "min_frames": min_frames, "odd_size": odd_size,
+        "odd_aspect": odd_aspect, "min_class_items": min_class_items,
+    }
+    thresholds = {name: float(v) for name, v in given.items() if v is not None}
+    text = _gulp.lint(list(paths), None if checks is None else list(checks), thresholds,
+                      None if ids_out is None else list(ids_out),
+                      None if drop is None else list(drop), threads, label_key)
+    return LintReport(_json.loads(text))
 
 
 def recover(path: _Path) -> list[str]:

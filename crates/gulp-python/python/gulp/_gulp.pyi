@@ -26,6 +26,7 @@ __all__ = [
     "ingest",
     "check",
     "recover",
+    "lint",
     "read_labels",
     "read_ids",
     "loader_defaults",
@@ -271,6 +272,15 @@ def ingest(
 ) -> dict[str, Any]: ...
 def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> str: ...
 def recover(path: _Path) -> list[str]: ...
+def lint(
+    paths: Sequence[_Path],
+    checks: Optional[Sequence[str]] = None,
+    thresholds: Optional[Mapping[str, float]] = None,
+    ids_out: Optional[Sequence[_Path]] = None,
+    drop: Optional[Sequence[str]] = None,
+    threads: Optional[int] = None,
+    label_key: Optional[str] = None,
+) -> str: ...
 def read_labels(path: _Path) -> Optional[list[tuple[str, int]]]: ...
 def read_ids(path: _Path) -> list[str]: ...
 def loader_defaults(kind: str) -> dict[str, Any]: ...
