@@ -52,6 +52,8 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::recover, m)?)?;
     m.add_function(wrap_pyfunction!(directory::read_labels, m)?)?;
     m.add_function(wrap_pyfunction!(loader::read_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::set_bundled_ffmpeg, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::ffmpeg_path, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     Ok(())
 }
