@@ -32,9 +32,13 @@ GULPIO2_REQ="gulpio2==0.0.4"
 mapfile -t TEST_REQS < <(grep -v '^\s*\(#\|$\)' "$REPO/crates/gulp-python/tests/requirements.txt")
 V2_REQS=(
     "${TEST_REQS[@]}"
-    # The gulp package's build backend and the wheel's tag check.
+    # The gulp package's build backend, the linker and C compiler of its
+    # manylinux2014 wheels (scripts/wheel.sh), the wheel's tag check and the
+    # registry's check of the distributions' metadata.
     "maturin==1.16.0"
+    "ziglang==0.17.1"
     "auditwheel==6.8.2"
+    "twine==7.0.0"
 )
 
 # GulpIO v1 (cv2-based) writes with ndarray.tostring(), removed in NumPy 2.
@@ -64,7 +68,7 @@ esac
 
 if [ "$mode" = v2 ]; then
     VENV="$REPO/.venv"
-    IMPORT_CHECK="import gulpio2, simplejpeg, numpy, pytest, maturin, auditwheel"
+    IMPORT_CHECK="import gulpio2, simplejpeg, numpy, pytest, maturin, ziglang, auditwheel, twine"
     REQ_TEXT="$(printf '%s\n' "--no-deps $GULPIO2_REQ" "${V2_REQS[@]}")"
 else
     VENV="$REPO/.venv-v1"

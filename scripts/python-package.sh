@@ -14,15 +14,16 @@ sources_hash() {
         -not -path '*/tests/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 }
 hash="$(sources_hash)"
-if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && compgen -G "dist/gulp_video-*.whl" >/dev/null &&
+arch="$(uname -m)"
+if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && compgen -G "dist/gulp_video-*_$arch.whl" >/dev/null &&
     "$py" -c 'import gulp' 2>/dev/null; then
     exit 0
 fi
 # One build: the wheel users install (scripts/wheel.sh), installed here as
 # they install it. The pytest suite runs against the same wheel in a fresh
 # venv without the build tools (scripts/wheel-test.sh).
-scripts/wheel.sh --no-sdist
-wheel="$(ls dist/gulp_video-*.whl)"
+scripts/wheel.sh --host
+wheel="$(ls dist/gulp_video-*_"$arch".whl)"
 "$py" -m pip install --disable-pip-version-check --no-input -q --force-reinstall --no-deps "$wheel"
 "$py" -c 'import gulp; print("python-package.sh: gulp", gulp.__version__, "installed with", gulp.CODEC)' >&2
 printf '%s\n' "$hash" >"$marker"

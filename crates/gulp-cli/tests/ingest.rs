@@ -832,17 +832,94 @@ fn ffmpeg_without_setts_ingests_the_same() {
     ingest(&old, Some(&wrapper));
     assert_eq!(media::dir_contents(&old), media::dir_contents(&current));
     let runs = fs::read_to_string(&log).unwrap();
+    // The version check, once in the process.
+    assert_eq!(
+        runs.lines().filter(|run| *run == "-version").count(),
+        1,
+        "{runs}"
+    );
     let inputs = |run: &str| run.matches(" -i ").count();
     // One worker: a full batch with setts, then its videos alone, then a
     // batch of the last 2 without setts.
     let runs: Vec<(usize, bool)> = runs
         .lines()
+        .filter(|run| *run != "-version")
         .map(|run| (inputs(run), run.contains("setts")))
         .collect();
     let mut want = vec![(batch, true)];
     want.extend([(1, false)].repeat(batch));
     want.push((2, false));
     assert_eq!(runs, want, "{}", fs::read_to_string(&log).unwrap());
+}
+
+/// No ffmpeg to run, or one older than 4.0: the ingest stops with one line
+/// that says what is wrong and names the three ways to get one, and
+/// writes nothing.
+#[test]
+fn ffmpeg_missing_or_too_old_is_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    video(&t.join("videos/cls/a.mp4"), "64x48", 0.5);
+    let old = t.join("ffmpeg-3.4");
+    fs::write(
+        &old,
+        "#!/bin/sh\necho 'ffmpeg version 3.4.8 Copyright (c) 2000-2020 the FFmpeg developers'\n\
+         echo 'libavformat    57. 83.100 / 57. 83.100'\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&old, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let empty = t.join("empty-bin");
+    fs::create_dir(&empty).unwrap();
+    let ways = "set GULP_FFMPEG to an ffmpeg binary, put `ffmpeg` on the PATH (e.g. `apt-get install ffmpeg`), or `pip install \"gulp-video[ffmpeg]\"` for a static build";
+    let cases = [
+        // Nothing on the PATH and no GULP_FFMPEG.
+        (
+            None,
+            format!("ffmpeg not found (videos are decoded with ffmpeg): {ways}"),
+        ),
+        (
+            Some(t.join("nowhere/ffmpeg")),
+            format!(
+                "GULP_FFMPEG={}: no such executable; {ways}",
+                t.join("nowhere/ffmpeg").display()
+            ),
+        ),
+        (
+            Some(old.clone()),
+            format!(
+                "{} is ffmpeg 3.4.8 (libavformat 57); gulp needs ffmpeg 4.0 or later: {ways}",
+                old.display()
+            ),
+        ),
+    ];
+    for (i, (chosen, want)) in cases.iter().enumerate() {
+        let out = t.join(format!("out{i}"));
+        let mut cmd = gulp();
+        cmd.args([
+            "ingest",
+            "video-folder",
+            s(&t.join("videos")),
+            s(&out),
+            "--quiet",
+        ])
+        .env("PATH", &empty)
+        .env_remove("GULP_FFMPEG");
+        if let Some(chosen) = chosen {
+            cmd.env("GULP_FFMPEG", chosen);
+        }
+        let output = cmd.output().unwrap();
+        assert!(!output.status.success(), "case {i}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "case {i}: {stderr}");
+        assert!(stderr.ends_with(&format!("{want}\n")), "case {i}: {stderr}");
+        assert!(
+            !out.exists() || ids(&out).is_empty(),
+            "case {i}: items were written"
+        );
+    }
 }
 
 /// Names, sizes and CRC-32s of a directory's files (short messages when

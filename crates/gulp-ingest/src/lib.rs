@@ -32,6 +32,7 @@
 mod adapter;
 pub mod adapters;
 mod error;
+pub mod ffmpeg;
 pub mod frames;
 mod pipeline;
 mod raster;

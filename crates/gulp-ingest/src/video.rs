@@ -22,12 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use crate::error::ItemError;
+use crate::ffmpeg;
 use crate::yuv::Yuv420;
-
-/// The ffmpeg binary: `$GULP_FFMPEG` if set, else `ffmpeg` on the `PATH`.
-pub fn ffmpeg_binary() -> std::ffi::OsString {
-    std::env::var_os("GULP_FFMPEG").unwrap_or_else(|| "ffmpeg".into())
-}
 
 /// How many bytes of ffmpeg's error output are kept for a report.
 const STDERR_KEEP: usize = 4096;
@@ -54,7 +50,8 @@ pub fn decode_video(
     {
         return Err(ItemError::new(format!("frame rate {rate} is not positive")).fatal());
     }
-    let mut cmd = Command::new(ffmpeg_binary());
+    let ffmpeg = ffmpeg::binary().map_err(|e| ItemError::new(e).fatal())?;
+    let mut cmd = Command::new(&ffmpeg);
     cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"]);
     input_args(&mut cmd, path, threads);
     output_args(&mut cmd, 0, frame_rate);
@@ -62,17 +59,9 @@ pub fn decode_video(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            ItemError::new(format!(
-                "{} not found: videos are decoded with ffmpeg; install it (e.g. `apt-get install ffmpeg`) or set GULP_FFMPEG to its path",
-                ffmpeg_binary().to_string_lossy()
-            ))
-            .fatal()
-        } else {
-            ItemError::new(format!("cannot start ffmpeg: {e}")).fatal()
-        }
-    })?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ItemError::new(format!("cannot start {}: {e}", ffmpeg.display())).fatal())?;
     let stderr = collect_stderr(&mut child);
     let result = read_frames(&mut child, sink);
     if result.is_err() {
@@ -216,8 +205,11 @@ pub fn decode_videos(
         fifos.push(fifo);
     }
     let (readers, keepers): (Vec<File>, Vec<File>) = ends.into_iter().unzip();
+    let Ok(ffmpeg) = ffmpeg::binary() else {
+        return Batch::Failed;
+    };
     let serial = SERIAL.load(Ordering::Relaxed);
-    let mut cmd = Command::new(ffmpeg_binary());
+    let mut cmd = Command::new(ffmpeg);
     // -y: the outputs exist (they are the pipes).
     cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
     for path in paths {

@@ -136,3 +136,22 @@ pub(crate) fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py
     let done = py.detach(|| gulp_io::recover(&path)).map_err(io_err)?;
     PyList::new(py, done.iter().map(ToString::to_string))
 }
+
+/// Registers the ffmpeg that video ingest runs when neither `GULP_FFMPEG`
+/// nor `ffmpeg` on the PATH is there (`gulp._ffmpeg` gives the static
+/// build of the optional imageio-ffmpeg package).
+#[pyfunction]
+#[pyo3(signature = (path))]
+pub(crate) fn set_bundled_ffmpeg(path: Option<PathBuf>) {
+    gulp_ingest::ffmpeg::set_bundled(path);
+}
+
+/// The ffmpeg that video ingest runs (`GULP_FFMPEG`, `ffmpeg` on the PATH,
+/// then the bundled one), checked to be new enough; an `IngestError` that
+/// says how to get one otherwise.
+#[pyfunction]
+pub(crate) fn ffmpeg_path(py: Python<'_>) -> PyResult<std::ffi::OsString> {
+    py.detach(gulp_ingest::ffmpeg::binary)
+        .map(PathBuf::into_os_string)
+        .map_err(|e| Class::Ingest.err(e))
+}

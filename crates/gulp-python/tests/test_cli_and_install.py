@@ -41,11 +41,52 @@ def test_the_installed_distribution_is_gulp_video():
     assert "MIT" in meta["License"] and "Apache-2.0" in meta["License"]
     assert "GulpIO" in meta["Summary"]
     assert "Typing :: Typed" in meta.get_all("Classifier")
-    urls = {u.split(",")[0] for u in meta.get_all("Project-URL")}
-    assert {"Repository", "Documentation"} <= urls
+    # No project URLs until the project has a public home (none rather than
+    # placeholders).
+    assert meta.get_all("Project-URL") is None
     assert "drop-in replacement for gulpio2" in meta.get_payload()  # the README
     assert [r for r in dist.requires if "extra ==" not in r] == ["numpy>=1.21"]
+    assert sorted(meta.get_all("Provides-Extra")) == ["ffmpeg", "torch"]
     files = {str(f) for f in dist.files}
     assert {"gulp/py.typed", "gulp/_gulp.pyi"} <= files
+    # Both licences, named in the metadata and shipped in the wheel.
+    assert sorted(meta.get_all("License-File")) == ["LICENSE-APACHE", "LICENSE-MIT"]
+    for name in ("LICENSE-MIT", "LICENSE-APACHE"):
+        (shipped,) = [f for f in dist.files if f.name == name]
+        assert "Permission is hereby granted" in shipped.read_text() or \
+            "Apache License" in shipped.read_text()
     scripts = [(e.name, e.value) for e in dist.entry_points if e.group == "console_scripts"]
     assert scripts == [("gulp", "gulp._cli:main")]
+
+
+def test_an_ffmpeg_older_than_4_0_is_refused(tmp_path, monkeypatch):
+    """The ffmpeg an ingest would run (here GULP_FFMPEG) is checked to be
+    4.0 or later: an older one is one line naming it, its version and the
+    ways to get another, from gulp.ingest and gulpio2's utils alike."""
+    old = tmp_path / "ffmpeg-3.4"
+    old.write_text(
+        "#!/bin/sh\n"
+        "echo 'ffmpeg version 3.4.8-0ubuntu0.2 Copyright (c) 2000-2020 the FFmpeg developers'\n"
+        "echo 'libavformat    57. 83.100 / 57. 83.100'\n"
+    )
+    old.chmod(0o755)
+    (tmp_path / "videos" / "cls").mkdir(parents=True)
+    (tmp_path / "videos" / "cls" / "a.mp4").write_bytes(b"not read")
+    monkeypatch.setenv("GULP_FFMPEG", str(old))
+    want = (f"{old} is ffmpeg 3.4.8-0ubuntu0.2 (libavformat 57); gulp needs ffmpeg 4.0 or later: "
+            "set GULP_FFMPEG to an ffmpeg binary, put `ffmpeg` on the PATH (e.g. `apt-get install "
+            'ffmpeg`), or `pip install "gulp-video[ffmpeg]"` for a static build')
+    try:
+        gulp.ingest("video-folder", tmp_path / "videos", output=tmp_path / "out")
+    except gulp.IngestError as e:
+        # The item it stopped at, then the reason.
+        assert str(e) == f'item "cls-a.mp4" (input #0): {want}', str(e)
+    else:
+        raise AssertionError("an ffmpeg 3.4 was run")
+    assert not gulp.utils.check_ffmpeg_exists()
+    try:
+        gulp.utils.burst_frames_to_shm(str(tmp_path / "videos" / "cls" / "a.mp4"), str(tmp_path))
+    except gulp.utils.FFMPEGNotFound as e:
+        assert str(e) == want, str(e)
+    else:
+        raise AssertionError("an ffmpeg 3.4 was run")

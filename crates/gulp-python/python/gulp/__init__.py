@@ -30,7 +30,7 @@ import json as _json
 import os
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
-from . import _gulp
+from . import _ffmpeg, _gulp
 from . import adapters, errors, fileio, utils
 from .clips import Batch, ClipLoader, ImageLoader, Segments, Source
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
@@ -211,6 +211,7 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
     chunks of ``n``: ``n`` tasks into one shared directory give what one run
     gives (docs/scale-out.md).
     """
+    _ffmpeg.register()
     if isinstance(shard, tuple):
         shard = f"{shard[0]}/{shard[1]}"
     return _gulp.ingest(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Unio
 import numpy as np
 import numpy.typing as npt
 
-from . import _gulp
+from . import _ffmpeg, _gulp
 from ._serializers import json_serializer as json_serializer
 from .errors import GulpError, SelectionTypeError
 
@@ -53,7 +53,8 @@ _JPEG_WRITE_QUALITY = 90
 
 
 class FFMPEGNotFound(GulpError):
-    """ffmpeg is not on the PATH."""
+    """No ffmpeg to run (nor ``GULP_FFMPEG``, ``ffmpeg`` on the PATH or the
+    ``[ffmpeg]`` extra's), or one too old."""
 
     def __init__(self, message: str = "ffmpeg not found") -> None:
         super().__init__(message)
@@ -68,8 +69,13 @@ class DuplicateIdException(GulpError):
 
 
 def check_ffmpeg_exists() -> bool:
-    """Whether ``ffmpeg`` can be run."""
-    return shutil.which("ffmpeg") is not None
+    """Whether an ffmpeg can be run: the one ``gulp.ingest`` would run
+    (``GULP_FFMPEG``, ``ffmpeg`` on the PATH, the ``[ffmpeg]`` extra's)."""
+    try:
+        _ffmpeg.path()
+    except GulpError:
+        return False
+    return True
 
 
 @contextmanager
@@ -104,9 +110,11 @@ def burst_frames_to_shm(vid_path: str, temp_burst_dir: str,
     """Extracts a video's frames as ``%010d.jpg`` files with ffmpeg (``-q:v 1``,
     ``-r frame_rate`` when given), as gulpio2 does. Failures are printed."""
     target_mask = os.path.join(temp_burst_dir, "%010d.jpg")
-    if not check_ffmpeg_exists():
-        raise FFMPEGNotFound()
-    args = ["ffmpeg", "-i", vid_path]
+    try:
+        ffmpeg = _ffmpeg.path()
+    except GulpError as e:
+        raise FFMPEGNotFound(str(e)) from None
+    args = [ffmpeg, "-i", vid_path]
     if frame_rate:
         args += ["-r", str(frame_rate)]
     args += ["-q:v", "1", "-f", "image2", target_mask]
