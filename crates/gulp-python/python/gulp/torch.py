@@ -151,7 +151,8 @@ class ClipDataset(_data.IterableDataset[Any]):
     and a Lightning checkpoint save and restore the position through them.
     """
 
-    _make = ClipLoader
+    #: The loader this dataset makes (``ImageLoader`` for images).
+    _make: "type[ClipLoader]" = ClipLoader
 
     def __init__(self, path: _Path, pin_memory: bool = False, *,
                  device: Union[None, str, _torch.device] = None,
