@@ -87,8 +87,8 @@ read -r n failed fps <<<"$frames"
 [ "$n" = 48 ] && [ "$failed" = 0 ] || fail "bench read $n frames, $failed failed"
 log "gulp bench $url: $n frames, $fps frames/s"
 
-loader="$("$GULP" bench "$url" --loader --json --threads 2 --frames 4 --sampling window --resize 0 \
-    --size 96x96 --crop-mode random --batch-size 4 --epochs 10)"
+loader="$("$GULP" bench "$url" --loader --json --threads 2 --frames 4 --sampling window --resize none \
+    --size 96 --crop random --drop-last false --batch-size 4 --epochs 10)"
 read -r clips rpc cps <<<"$("$root/.venv/bin/python" -c 'import json,sys; f=json.loads(sys.argv[1]); print(f["clips"], f["requests_per_clip"], round(f["clips_per_s"], 1))' "$loader")"
 [ "$clips" = 80 ] || fail "the loader made $clips clips"
 "$root/.venv/bin/python" -c "import sys; sys.exit(0 if $rpc <= 2 else 1)" || fail "$rpc requests per clip"

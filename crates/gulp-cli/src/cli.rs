@@ -875,6 +875,12 @@ fn parse_scale(text: &str) -> Result<Scale, String> {
 fn parse_hw(text: &str) -> Result<(usize, usize), String> {
     let bad = || format!("{text:?} is not H,W or N (e.g. 112,144 or 112)");
     let number = |t: &str| t.trim().parse::<usize>().ok().filter(|n| *n > 0);
+    if let Some((w, h)) = text.split_once(['x', 'X']) {
+        // The old spelling, ffmpeg's WxH, says its own order.
+        let (h, w) = number(h).zip(number(w)).ok_or_else(bad)?;
+        eprintln!("gulp: warning: a size as WxH ({text}) is deprecated: use H,W ({h},{w})");
+        return Ok((h, w));
+    }
     match text.split_once(',') {
         Some((h, w)) => number(h).zip(number(w)).ok_or_else(bad),
         None => number(text).map(|n| (n, n)).ok_or_else(bad),
@@ -901,6 +907,10 @@ pub type Resize = Option<usize>;
 fn parse_resize(text: &str) -> Result<Resize, String> {
     match text {
         "none" => Ok(None),
+        "0" => {
+            eprintln!("gulp: warning: --resize 0 is deprecated: use --resize none");
+            Ok(None)
+        }
         _ => match text.trim().parse::<usize>() {
             Ok(n) if n > 0 => Ok(Some(n)),
             _ => Err(format!("{text:?} is not a number of pixels or none")),

@@ -546,9 +546,19 @@ mod tests {
             "--no-flip",
             "--shuffle-chunks",
             "3",
+            "--resize",
+            "0",
+            "--size",
+            "160x112",
         ]);
         let how = Decode::from_args(&args).expect("decode options");
         let o = loader_options(&args, &how);
+        assert_eq!(o.spatial.resize, None);
+        assert_eq!(
+            o.spatial.size,
+            Some((112, 160)),
+            "WxH read in its own order"
+        );
         assert_eq!(o.spatial.crop, gulp_loader::CropMode::Center);
         assert!(!o.spatial.flip);
         assert_eq!(o.order.shuffle, gulp_loader::Shuffle::Chunks { window: 3 });
