@@ -20,7 +20,7 @@
 #      (speed: the fastest), then one run with it (peak memory);
 #   4a. decoding real frames: gulpio2 ingests the videos at 8 fps once
 #      (target/compare/real-8fps, kept); on it, `gulp bench` on 1 thread
-#      (full size, --scale 1/2, --crop 224x224, --codec zune), on 2 threads,
+#      (full size, --dct-scale 1/2, --region 224,224, --codec zune), on 2 threads,
 #      the bare_turbo example (a bare libjpeg-turbo loop over the frames in
 #      memory, full and 1/2) and bench_gulpio2_io.py bench-real (gulpio2's
 #      GulpDirectory[id] read + decode); the best of 3 runs each;
@@ -124,11 +124,11 @@ fi
 cat "$REAL"/* >/dev/null # warm the page cache
 for i in 1 2 3; do
     "$BIN/gulp-default" bench "$REAL" --threads 1 --json >>"$RES/real-gulp-1.json"
-    "$BIN/gulp-default" bench "$REAL" --threads 1 --scale 1/2 --json >>"$RES/real-gulp-1-half.json"
-    "$BIN/gulp-default" bench "$REAL" --threads 1 --crop 224x224 --json >>"$RES/real-gulp-1-crop.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 1 --dct-scale 1/2 --json >>"$RES/real-gulp-1-half.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 1 --region 224,224 --json >>"$RES/real-gulp-1-crop.json"
     "$BIN/gulp-default" bench "$REAL" --threads 1 --codec zune --json >>"$RES/real-gulp-1-zune.json"
     "$BIN/gulp-default" bench "$REAL" --threads 2 --json >>"$RES/real-gulp-2.json"
-    "$BIN/gulp-default" bench "$REAL" --threads 2 --scale 1/2 --json >>"$RES/real-gulp-2-half.json"
+    "$BIN/gulp-default" bench "$REAL" --threads 2 --dct-scale 1/2 --json >>"$RES/real-gulp-2-half.json"
 done
 "$CT/release/examples/bare_turbo" "$REAL" --passes 3 --json | tee "$RES/real-bare.json" >&2
 "$CT/release/examples/bare_turbo" "$REAL" --passes 3 --scale 1/2 --json | tee "$RES/real-bare-half.json" >&2
