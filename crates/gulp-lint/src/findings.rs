@@ -286,27 +286,29 @@ pub(crate) fn per_item(
             .collect();
         let side = median(sizes.iter().map(|s| s.1).collect());
         let aspect = median(sizes.iter().map(|s| s.2).collect());
+        // How far a value is from the directory's median, either way.
+        let ratio = |x: f64, m: f64| if x > m { x / m } else { m / x };
         for &(i, s, a) in &sizes {
             let (w, h) = scans[i].size.unwrap_or((0, 0));
-            if let Some(m) = side.filter(|_| options.runs(Check::OddSize)) {
-                let ratio = if s > m { s / m } else { m / s };
-                if ratio >= t.odd_size {
+            let odd = [
+                (Check::OddSize, side, s, t.odd_size),
+                (Check::OddAspect, aspect, a, t.odd_aspect),
+            ];
+            for (check, median, value, threshold) in odd {
+                let Some(m) = median.filter(|_| options.runs(check)) else {
+                    continue;
+                };
+                let score = ratio(value, m);
+                if score >= threshold {
+                    let detail = match check {
+                        Check::OddSize => format!("{w}x{h}, median side {m:.0}"),
+                        _ => format!("{w}x{h} (aspect {a:.2}), median aspect {m:.2}"),
+                    };
                     findings.push(Finding {
-                        check: Check::OddSize,
+                        check,
                         items: vec![item_ref(&units[i], Vec::new())],
-                        score: ratio,
-                        detail: format!("{w}x{h}, median side {m:.0}"),
-                    });
-                }
-            }
-            if let Some(m) = aspect.filter(|_| options.runs(Check::OddAspect)) {
-                let ratio = if a > m { a / m } else { m / a };
-                if ratio >= t.odd_aspect {
-                    findings.push(Finding {
-                        check: Check::OddAspect,
-                        items: vec![item_ref(&units[i], Vec::new())],
-                        score: ratio,
-                        detail: format!("{w}x{h} (aspect {a:.2}), median aspect {m:.2}"),
+                        score,
+                        detail,
                     });
                 }
             }
