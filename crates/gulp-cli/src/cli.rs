@@ -146,6 +146,20 @@ pub enum Command {
     /// temporary files.
     #[command(after_help = "Example: gulp info data/train --json")]
     Info(InfoArgs),
+    /// Write (or refresh) a directory's index file, `gulp_index.bin`.
+    ///
+    /// The index file holds every item's id, frame records and label in
+    /// columns that every process of a node maps and shares: a directory
+    /// with one opens in a time and memory that do not grow with its items
+    /// (a loader of ten million items starts in seconds and holds nothing
+    /// per item). Opening a directory of 100,000 items or more writes one
+    /// by itself (`GULP_INDEX=auto`; `always` for any size, `off` for
+    /// none); this command writes it now, whatever the size. One that no
+    /// longer matches its chunks' files (sizes, modification times) or is
+    /// damaged is never used, and is rewritten. gulpio2 ignores the file;
+    /// `gulp check` compares it with the meta files.
+    #[command(after_help = "Example: gulp index data/train")]
+    Index(IndexArgs),
     /// Rewrite every chunk's meta in another format.
     ///
     /// Each meta file is replaced atomically (written under a temporary name,
@@ -624,6 +638,16 @@ pub struct InfoArgs {
     /// Print the summary as JSON (with the full label list).
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `gulp index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The gulp directory.
+    pub dir: PathBuf,
+    /// Remove the index file instead.
+    #[arg(long)]
+    pub remove: bool,
 }
 
 /// Arguments of `gulp convert`.

@@ -5,6 +5,7 @@ mod check;
 mod convert;
 mod dump_meta;
 mod extract;
+mod index;
 mod info;
 mod ingest;
 mod lint;
@@ -97,6 +98,7 @@ pub fn run(command: Command) -> Result<Outcome> {
         Command::Preview(args) => preview::run(&args),
         Command::DumpMeta(args) => dump_meta::run(&args),
         Command::Info(args) => info::run(&args),
+        Command::Index(args) => index::run(&args),
         Command::Convert(args) => convert::run(&args),
         Command::Extract(args) => extract::run(&args),
         Command::Bench(args) => bench::run(&args),

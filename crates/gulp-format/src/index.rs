@@ -2,10 +2,12 @@
 //! meta model: what opening a directory needs.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
+use crate::dir_index::DirIndex;
 use crate::serializer::MetaFormat;
 
 /// Bytes of one record of a msgpack meta's frame table (`loc`, `pad`,
@@ -21,9 +23,29 @@ pub(crate) const FRAME_RECORD_LEN: usize = 24;
 /// are exactly those of the `ChunkMeta` (for JSON, a repeated id keeps its
 /// first position and the frame count of its last occurrence, as
 /// `json.load` into an `OrderedDict` does).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MetaIndex {
     format: MetaFormat,
+    store: Store,
+}
+
+/// Where a [`MetaIndex`] keeps its columns.
+#[derive(Debug, Clone)]
+enum Store {
+    /// Read from the meta file, held in memory.
+    Owned(Owned),
+    /// A chunk of a directory's index file ([`DirIndex`]), shared by every
+    /// process that maps it.
+    Mapped {
+        index: Arc<DirIndex>,
+        /// The global numbers of the chunk's items.
+        items: std::ops::Range<usize>,
+        total_frames: u64,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+struct Owned {
     /// Every id, concatenated.
     ids: String,
     /// The end of each id in `ids`.
@@ -39,6 +61,22 @@ pub struct MetaIndex {
     total_frames: u64,
 }
 
+impl PartialEq for MetaIndex {
+    /// Same format, and the same ids, frame counts and spans in the same
+    /// order, wherever each keeps them.
+    fn eq(&self, other: &MetaIndex) -> bool {
+        self.format == other.format
+            && self.len() == other.len()
+            && (0..self.len()).all(|i| {
+                self.id(i) == other.id(i)
+                    && self.item_frames(i) == other.item_frames(i)
+                    && self.item_span(i) == other.item_span(i)
+            })
+    }
+}
+
+impl Eq for MetaIndex {}
+
 /// Where the meta of one item lies in its meta file, in bytes from the
 /// file's start: what [`read_item`](crate::read_item) needs to parse that
 /// item alone, without the rest of the file.
@@ -53,51 +91,101 @@ pub struct ItemSpan {
 }
 
 impl MetaIndex {
+    /// Chunk row `chunk` of a directory's index file.
+    pub(crate) fn mapped(index: Arc<DirIndex>, chunk: usize) -> MetaIndex {
+        let items = index.chunk_items(chunk);
+        let total_frames = if items.is_empty() {
+            0
+        } else {
+            index.frames(items.end - 1).end - index.frames(items.start).start
+        };
+        MetaIndex {
+            format: index.chunk_format(chunk),
+            store: Store::Mapped {
+                index,
+                items,
+                total_frames,
+            },
+        }
+    }
+
     /// The format of the meta file.
     pub fn format(&self) -> MetaFormat {
         self.format
     }
 
+    /// Whether the columns are a directory index file's, shared through
+    /// the page cache, rather than held in memory.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.store, Store::Mapped { .. })
+    }
+
     /// Number of items.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        match &self.store {
+            Store::Owned(o) => o.ends.len(),
+            Store::Mapped { items, .. } => items.len(),
+        }
     }
 
     /// Whether there are no items.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
     /// Total number of frames over all items.
     pub fn n_frames(&self) -> u64 {
-        self.total_frames
+        match &self.store {
+            Store::Owned(o) => o.total_frames,
+            Store::Mapped { total_frames, .. } => *total_frames,
+        }
     }
 
     /// The id at position `index`.
     #[inline]
     pub fn id(&self, index: usize) -> Option<&str> {
-        let end = *self.ends.get(index)?;
-        let start = match index.checked_sub(1) {
-            Some(prev) => self.ends[prev],
-            None => 0,
-        };
-        self.ids.get(start..end)
+        match &self.store {
+            Store::Owned(o) => {
+                let end = *o.ends.get(index)?;
+                let start = match index.checked_sub(1) {
+                    Some(prev) => o.ends[prev],
+                    None => 0,
+                };
+                o.ids.get(start..end)
+            }
+            Store::Mapped {
+                index: dir, items, ..
+            } => (index < items.len()).then(|| dir.id(items.start + index)),
+        }
     }
 
     /// The frame count of the item at position `index`.
     pub fn item_frames(&self, index: usize) -> Option<u64> {
-        self.frames.get(index).copied()
+        match &self.store {
+            Store::Owned(o) => o.frames.get(index).copied(),
+            Store::Mapped {
+                index: dir, items, ..
+            } => (index < items.len()).then(|| {
+                let f = dir.frames(items.start + index);
+                f.end - f.start
+            }),
+        }
     }
 
     /// Where the meta of the item at position `index` lies in the file.
     pub fn item_span(&self, index: usize) -> Option<ItemSpan> {
-        let [start, end] = *self.spans.get(index)?;
-        let frames = match self.frames_at.get(index) {
+        let o = match &self.store {
+            Store::Owned(o) => o,
+            Store::Mapped {
+                index: dir, items, ..
+            } => {
+                return (index < items.len()).then(|| dir.span(items.start + index, self.format));
+            }
+        };
+        let [start, end] = *o.spans.get(index)?;
+        let frames = match o.frames_at.get(index) {
             Some(&at) => {
-                let len = self
-                    .frames
-                    .get(index)?
-                    .checked_mul(FRAME_RECORD_LEN as u64)?;
+                let len = o.frames.get(index)?.checked_mul(FRAME_RECORD_LEN as u64)?;
                 at..at.checked_add(len)?
             }
             None => 0..0,
@@ -111,24 +199,26 @@ impl MetaIndex {
     /// The ids in order.
     pub fn ids(&self) -> Ids<'_> {
         Ids {
-            text: &self.ids,
-            ends: self.ends.iter(),
-            start: 0,
+            index: self,
+            next: 0,
+            end: self.len(),
         }
     }
 
     /// The ids in order with their frame counts.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, u64)> {
-        self.ids().zip(self.frames.iter().copied())
+        self.ids()
+            .enumerate()
+            .map(|(k, id)| (id, self.item_frames(k).unwrap_or(0)))
     }
 }
 
 /// The ids of a [`MetaIndex`] in order.
 #[derive(Debug, Clone)]
 pub struct Ids<'a> {
-    text: &'a str,
-    ends: std::slice::Iter<'a, usize>,
-    start: usize,
+    index: &'a MetaIndex,
+    next: usize,
+    end: usize,
 }
 
 impl<'a> Iterator for Ids<'a> {
@@ -136,14 +226,17 @@ impl<'a> Iterator for Ids<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a str> {
-        let end = *self.ends.next()?;
-        let id = self.text.get(self.start..end).unwrap_or_default();
-        self.start = end;
+        if self.next >= self.end {
+            return None;
+        }
+        let id = self.index.id(self.next).unwrap_or_default();
+        self.next += 1;
         Some(id)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.ends.size_hint()
+        let n = self.end - self.next;
+        (n, Some(n))
     }
 }
 
@@ -151,7 +244,8 @@ impl ExactSizeIterator for Ids<'_> {}
 
 /// Builds a [`MetaIndex`], one id at a time, spotting repeated ids.
 pub(crate) struct IndexBuilder {
-    index: MetaIndex,
+    format: MetaFormat,
+    index: Owned,
     /// Positions of the ids so far, hashed by id.
     seen: HashTable<usize>,
     hasher: foldhash::fast::RandomState,
@@ -160,8 +254,8 @@ pub(crate) struct IndexBuilder {
 impl IndexBuilder {
     pub(crate) fn new(format: MetaFormat, capacity: usize) -> IndexBuilder {
         IndexBuilder {
-            index: MetaIndex {
-                format,
+            format,
+            index: Owned {
                 ids: String::new(),
                 ends: Vec::with_capacity(capacity),
                 frames: Vec::with_capacity(capacity),
@@ -189,7 +283,7 @@ impl IndexBuilder {
     /// the end and `None` is returned; otherwise it is removed from the
     /// arena and its earlier position is returned.
     pub(crate) fn finish_id(&mut self, start: usize, frames: u64, span: [u64; 2]) -> Option<usize> {
-        let MetaIndex { ids, ends, .. } = &self.index;
+        let Owned { ids, ends, .. } = &self.index;
         let id = ids.get(start..).unwrap_or_default();
         let hash = self.hasher.hash_one(id);
         let id_at = |i: usize| {
@@ -238,6 +332,9 @@ impl IndexBuilder {
             .frames
             .iter()
             .fold(0u64, |acc, &n| acc.saturating_add(n));
-        self.index
+        MetaIndex {
+            format: self.format,
+            store: Store::Owned(self.index),
+        }
     }
 }

@@ -41,6 +41,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod dir_index;
 mod error;
 mod index;
 mod json;
@@ -52,6 +53,10 @@ mod read;
 mod serializer;
 mod value;
 
+pub use crate::dir_index::{
+    ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, INDEX_MAGIC, INDEX_VERSION, IndexBytes,
+    NO_LABEL,
+};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::index::{Ids, ItemSpan, MetaIndex};
 pub use crate::json::JsonSerializer;

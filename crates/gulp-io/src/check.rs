@@ -85,6 +85,11 @@ pub enum ProblemKind {
     SizeMismatch,
     /// A frame the JPEG decoder rejects (`--decode`).
     Decode,
+    /// The directory's index file (`gulp_index.bin`): a note when it is
+    /// stale or damaged (never used then, and rebuilt on the next open); a
+    /// problem when it passes every check that opening makes yet differs
+    /// from what the meta files give.
+    IndexFile,
 }
 
 /// One thing wrong with a gulp directory, and where.
@@ -218,7 +223,63 @@ pub fn check_directory(
         };
         checker.run(&mut seen);
     }
+    drop(seen);
+    if report.is_clean() && !crate::storage::is_remote(dir) {
+        check_index_file(dir, &mut report);
+    }
     Ok(report)
+}
+
+/// Compares the directory's index file, if it has one, with what its meta
+/// files give (a directory without problems only: an index is never built
+/// from one with them).
+fn check_index_file(dir: &Path, report: &mut Report) {
+    let path = dir.join(gulp_format::INDEX_FILE);
+    if !path.exists() {
+        return;
+    }
+    let gd = match crate::GulpDirectory::options()
+        .index(crate::IndexPolicy::Off)
+        .open(dir)
+    {
+        Ok(gd) => gd,
+        Err(e) => {
+            report.problems.push(Problem::file(
+                ProblemKind::MetaUnreadable,
+                dir,
+                e.to_string(),
+            ));
+            return;
+        }
+    };
+    let rebuilt = "it is not used, and is rebuilt when the directory is next opened";
+    match gd.index_state_now() {
+        Some(crate::IndexState::Stale(why)) => report.notes.push(Problem::file(
+            ProblemKind::IndexFile,
+            &path,
+            format!("index file stale ({why}): {rebuilt}"),
+        )),
+        Some(crate::IndexState::Damaged(why)) => report.notes.push(Problem::file(
+            ProblemKind::IndexFile,
+            &path,
+            format!("index file damaged ({why}): {rebuilt}"),
+        )),
+        Some(crate::IndexState::Fresh(index)) => match gd.expected_index() {
+            Ok(Some(expected)) if expected == index.bytes() => {}
+            Ok(_) => report.problems.push(Problem::file(
+                ProblemKind::IndexFile,
+                &path,
+                "index file differs from the meta files though their sizes and times match \
+                 it (delete it; it is rebuilt when the directory is next opened)",
+            )),
+            Err(e) => {
+                report
+                    .problems
+                    .push(Problem::file(ProblemKind::IndexFile, &path, e.to_string()))
+            }
+        },
+        Some(crate::IndexState::Missing) | None => {}
+    }
 }
 
 /// Lists the chunk pairs of `dir` in numeric order; orphan, temporary and

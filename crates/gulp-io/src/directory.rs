@@ -9,14 +9,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use gulp_format::{
-    ChunkFile, ChunkMeta, ItemMeta, MetaFormat, MetaIndex, TEMP_PREFIX, Value,
-    parse_chunk_file_name, read_index,
+    ChunkFile, ChunkMeta, ChunkStamp, DirIndex, INDEX_FILE, ItemMeta, MetaFormat, MetaIndex,
+    TEMP_PREFIX, Value, parse_chunk_file_name, read_index,
 };
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
 use crate::cache::{Cache, CacheFetch, CacheOptions, RangeStore};
 use crate::error::{Error, ErrorKind, Result};
+use crate::index_file::{IndexPolicy, IndexState};
 use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
@@ -337,6 +338,15 @@ struct Slot {
     item: u32,
 }
 
+/// How ids are found.
+#[derive(Debug)]
+enum Lookup {
+    /// A hash table in memory, in shards by hash (built on several threads).
+    Hashed(Vec<HashTable<Slot>>),
+    /// The sorted ids of the directory's index file.
+    Sorted(Arc<DirIndex>),
+}
+
 /// Something odd about a directory that does not stop it being read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DirectoryWarning {
@@ -347,6 +357,9 @@ pub enum DirectoryWarning {
     OrphanMeta(PathBuf),
     /// A temporary file of an unfinished write.
     TempFile(PathBuf),
+    /// The directory's index file could not be written (it is read from its
+    /// meta files): why.
+    IndexNotWritten(PathBuf, String),
 }
 
 impl fmt::Display for DirectoryWarning {
@@ -360,6 +373,9 @@ impl fmt::Display for DirectoryWarning {
             }
             DirectoryWarning::TempFile(p) => {
                 write!(f, "{}: temporary file of an unfinished write", p.display())
+            }
+            DirectoryWarning::IndexNotWritten(p, why) => {
+                write!(f, "{}: index file not written: {why}", p.display())
             }
         }
     }
@@ -377,8 +393,11 @@ impl fmt::Display for DirectoryWarning {
 pub struct GulpDirectory {
     dir: PathBuf,
     chunks: Vec<ChunkEntry>,
-    /// The id index, in shards by hash (built on several threads).
-    lookup: Vec<HashTable<Slot>>,
+    /// The id index.
+    lookup: Lookup,
+    /// The stamps of the chunks' files, for a local directory whose index
+    /// file is read or written (`GULP_INDEX` not `off`).
+    stamps: Option<Vec<ChunkStamp>>,
     hasher: foldhash::fast::RandomState,
     n_frames: u64,
     warnings: Vec<DirectoryWarning>,
@@ -395,6 +414,8 @@ pub struct GulpDirectory {
 pub struct DirectoryOptions {
     mode: ReadMode,
     cache: CacheChoice,
+    /// `None`: `GULP_INDEX`.
+    index: Option<IndexPolicy>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -424,6 +445,13 @@ impl DirectoryOptions {
         self
     }
 
+    /// When the directory's index file is read and written; without this
+    /// call, as `GULP_INDEX` says (`auto` when unset).
+    pub fn index(mut self, policy: IndexPolicy) -> DirectoryOptions {
+        self.index = Some(policy);
+        self
+    }
+
     /// Opens `dir`.
     pub fn open(&self, dir: impl AsRef<Path>) -> Result<GulpDirectory> {
         let dir = dir.as_ref();
@@ -437,7 +465,11 @@ impl DirectoryOptions {
         } else {
             None
         };
-        GulpDirectory::open_inner(dir, self.mode, cache)
+        let policy = match self.index {
+            Some(policy) => policy,
+            None => IndexPolicy::from_env()?,
+        };
+        GulpDirectory::open_inner(dir, self.mode, cache, policy)
     }
 }
 
@@ -458,7 +490,12 @@ impl GulpDirectory {
         DirectoryOptions::default()
     }
 
-    fn open_inner(dir: &Path, mode: ReadMode, cache: Option<Arc<Cache>>) -> Result<GulpDirectory> {
+    fn open_inner(
+        dir: &Path,
+        mode: ReadMode,
+        cache: Option<Arc<Cache>>,
+        policy: IndexPolicy,
+    ) -> Result<GulpDirectory> {
         let dir = dir.to_owned();
         let mut data = HashMap::new();
         let mut meta = HashMap::new();
@@ -525,9 +562,27 @@ impl GulpDirectory {
                 }
             }
         };
+        let local = !crate::storage::is_remote(&dir)
+            && pairs
+                .iter()
+                .all(|(_, d, m)| d.object.is_none() && m.object.is_none());
+        // A file gone between the listing and its stat: no index this time.
+        let stamps = (local && policy != IndexPolicy::Off)
+            .then(|| crate::index_file::stamps(&pairs).ok())
+            .flatten();
+        let fresh = stamps
+            .as_deref()
+            .and_then(|s| match crate::index_file::state(&dir, s) {
+                IndexState::Fresh(index) => Some(index),
+                _ => None,
+            });
         let hasher = foldhash::fast::RandomState::default();
-        let (indices, hashes): (Vec<MetaIndex>, Vec<Vec<u64>>) =
-            read_indices(&pairs, &hasher)?.into_iter().unzip();
+        let (indices, hashes): (Vec<MetaIndex>, Vec<Vec<u64>>) = match &fresh {
+            Some(index) => (0..pairs.len())
+                .map(|c| (index.meta_index(c), Vec::new()))
+                .unzip(),
+            None => read_indices(&pairs, &hasher)?.into_iter().unzip(),
+        };
         let chunks: Vec<ChunkEntry> = pairs
             .into_iter()
             .zip(indices)
@@ -547,14 +602,18 @@ impl GulpDirectory {
                 meta_file: OnceLock::new(),
             })
             .collect();
-        let lookup = build_lookup(&chunks, &hashes, &hasher)?;
+        let lookup = match fresh {
+            Some(index) => Lookup::Sorted(index),
+            None => Lookup::Hashed(build_lookup(&chunks, &hashes, &hasher)?),
+        };
         let n_frames = chunks
             .iter()
             .fold(0u64, |acc, c| acc.saturating_add(c.n_frames()));
-        Ok(GulpDirectory {
+        let mut gd = GulpDirectory {
             dir,
             chunks,
             lookup,
+            stamps,
             hasher,
             n_frames,
             warnings,
@@ -562,7 +621,77 @@ impl GulpDirectory {
             mode,
             cache,
             labels,
-        })
+        };
+        let wanted = matches!(gd.lookup, Lookup::Hashed(_))
+            && gd.stamps.is_some()
+            && policy.writes(gd.len());
+        if wanted && let Err(e) = gd.write_index() {
+            let path = gd.dir.join(INDEX_FILE);
+            gd.warnings
+                .push(DirectoryWarning::IndexNotWritten(path, e.to_string()));
+        }
+        Ok(gd)
+    }
+
+    /// Writes the directory's index file now (a local directory, unless
+    /// `GULP_INDEX=off`), whatever its size, and reads the directory from it
+    /// from then on; `false` when it cannot have one (a remote directory,
+    /// a frame record too long to pack, a read-only directory).
+    pub fn write_index(&mut self) -> Result<bool> {
+        let Some(stamps) = &self.stamps else {
+            return Ok(false);
+        };
+        let Some(index) = crate::index_file::build(self, stamps)? else {
+            return Ok(false);
+        };
+        for (c, entry) in self.chunks.iter_mut().enumerate() {
+            entry.index = index.meta_index(c);
+        }
+        self.lookup = Lookup::Sorted(index);
+        Ok(true)
+    }
+
+    /// The index file this directory was read from, if any.
+    pub fn index_file(&self) -> Option<&Arc<DirIndex>> {
+        match &self.lookup {
+            Lookup::Sorted(index) => Some(index),
+            Lookup::Hashed(_) => None,
+        }
+    }
+
+    /// The state of the directory's index file against its chunks as they
+    /// are now (`None` for a remote directory or with `GULP_INDEX=off`).
+    pub fn index_state(&self) -> Option<IndexState> {
+        self.stamps.as_ref()?;
+        self.index_state_now()
+    }
+
+    /// [`index_state`](Self::index_state) whatever the policy the
+    /// directory was opened with (`None` for a remote directory).
+    pub fn index_state_now(&self) -> Option<IndexState> {
+        if self.chunks.iter().any(ChunkEntry::is_remote) || crate::storage::is_remote(&self.dir) {
+            return None;
+        }
+        let pairs: Vec<(u64, Source, Source)> = self
+            .chunks
+            .iter()
+            .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
+            .collect();
+        let stamps = crate::index_file::stamps(&pairs).ok()?;
+        Some(crate::index_file::state(&self.dir, &stamps))
+    }
+
+    /// The bytes the directory's index file should hold, built from its
+    /// meta files now (what `gulp check` compares the file with); `None`
+    /// when it cannot have one.
+    pub fn expected_index(&self) -> Result<Option<Vec<u8>>> {
+        let pairs: Vec<(u64, Source, Source)> = self
+            .chunks
+            .iter()
+            .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
+            .collect();
+        let stamps = crate::index_file::stamps(&pairs)?;
+        crate::index_file::index_bytes(self, &stamps)
     }
 
     /// The directory's `label2idx.json` ([`LabelIndex`]), `None` if it had
@@ -603,12 +732,15 @@ impl GulpDirectory {
 
     /// Number of items.
     pub fn len(&self) -> usize {
-        self.lookup.iter().map(HashTable::len).sum()
+        match &self.lookup {
+            Lookup::Hashed(shards) => shards.iter().map(HashTable::len).sum(),
+            Lookup::Sorted(index) => index.len(),
+        }
     }
 
     /// Whether the directory holds no item.
     pub fn is_empty(&self) -> bool {
-        self.lookup.iter().all(HashTable::is_empty)
+        self.len() == 0
     }
 
     /// Number of frames over all items.
@@ -735,10 +867,23 @@ impl GulpDirectory {
     }
 
     fn find(&self, id: &str) -> Option<Slot> {
-        let hash = self.hasher.hash_one(id);
-        self.lookup[shard(hash, self.lookup.len())]
-            .find(hash, |slot| id_at(&self.chunks, *slot) == id)
-            .copied()
+        match &self.lookup {
+            Lookup::Hashed(shards) => {
+                let hash = self.hasher.hash_one(id);
+                shards[shard(hash, shards.len())]
+                    .find(hash, |slot| id_at(&self.chunks, *slot) == id)
+                    .copied()
+            }
+            Lookup::Sorted(index) => {
+                let item = index.find(id)?;
+                let chunk = index.chunk_of(item);
+                #[allow(clippy::cast_possible_truncation)] // < 2^32 chunks, checked at open
+                Some(Slot {
+                    chunk: chunk as u32,
+                    item: (item - index.chunk_items(chunk).start) as u32,
+                })
+            }
+        }
     }
 
     fn unknown(&self, id: &str) -> Error {
@@ -874,7 +1019,7 @@ fn read_indices(
 
 /// `work(state, i)` for every `i` in `0..n`, on up to all cores, each thread
 /// with a `state` of its own; the results in the order of `i`.
-fn on_all_cores<S, T: Send>(
+pub(crate) fn on_all_cores<S, T: Send>(
     n: usize,
     state: impl Fn() -> S + Sync,
     work: impl Fn(&mut S, usize) -> T + Sync,

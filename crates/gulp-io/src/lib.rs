@@ -43,6 +43,7 @@ mod directory;
 #[cfg(feature = "turbojpeg")]
 mod encode;
 mod error;
+mod index_file;
 mod labels;
 mod mmap;
 mod reader;
@@ -68,6 +69,7 @@ pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpD
 #[cfg(feature = "turbojpeg")]
 pub use crate::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::index_file::{AUTO_ITEMS, IndexPolicy, IndexState, LABEL_KEY};
 pub use crate::labels::{LABEL_FILE, LabelIndex};
 pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover, recover_chunks};

@@ -1,4 +1,4 @@
-//! The crate's one `unsafe`: memory-mapping a data file.
+//! The crate's one `unsafe`: memory-mapping a data file or an index file.
 
 use std::fs::File;
 
@@ -18,5 +18,20 @@ pub(crate) fn map(file: &File, len: u64) -> Option<Mmap> {
     // change under us unless another program truncates or rewrites the file
     // in place, which the format forbids. Every slice is bounds-checked
     // against the length the map was made with.
+    unsafe { Mmap::map(file) }.ok()
+}
+
+/// Maps a directory's index file read-only, or `None` when it is empty or
+/// mapping fails.
+#[allow(unsafe_code)]
+pub(crate) fn map_index(file: &File, len: u64) -> Option<Mmap> {
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: read-only, and index files are never modified in place: one
+    // is written under a temporary name and renamed over the old, which
+    // leaves this mapping on the old inode. `DirIndex::parse` checks the
+    // whole file (checksum, every section's bounds) before any slice of it
+    // is used, and every access is bounds-checked.
     unsafe { Mmap::map(file) }.ok()
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use gulp_format::Value;
+use gulp_format::{DirIndex, Value};
 use gulp_io::{ChunkReader, GulpDirectory, LABEL_FILE, LabelIndex};
 
 use crate::compose::{Composition, Draw, Sampler};
@@ -19,7 +19,7 @@ use crate::fingerprint::Fnv;
 use crate::frames::FrameTable;
 use crate::options::LoaderOptions;
 use crate::source::{Amount, Source};
-use crate::targets::{LabelSpace, OnMissing, Problem, TargetTable};
+use crate::targets::{LabelSpace, OnMissing, Problem, Target, TargetTable};
 
 /// One source's directory and its data files.
 #[derive(Debug)]
@@ -37,14 +37,15 @@ pub(crate) struct Dir {
 pub(crate) type ChunkKey = (u32, u32);
 
 /// An item: 24 bytes (its id is the directory index's, by place).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Item {
     pub(crate) source: u32,
     pub(crate) chunk: u32,
     /// Its place in its chunk's meta.
     pub(crate) slot: u32,
     pub(crate) frames: u32,
-    /// Its first record in the loader's [`FrameTable`].
+    /// Its first record in the loader's [`FrameTable`] (with an index file,
+    /// its first frame in the file).
     pub(crate) first: usize,
 }
 
@@ -68,9 +69,14 @@ pub(crate) struct Fingerprints {
 #[derive(Debug)]
 pub(crate) struct Catalog {
     pub(crate) dirs: Vec<Dir>,
-    pub(crate) items: Vec<Item>,
+    items: Vec<Item>,
     /// Every item's records.
-    pub(crate) frames: FrameTable,
+    frames: FrameTable,
+    /// With every source read from its directory's index file (no subset,
+    /// filter, weights or segments, the default target): each source's
+    /// first sample, its samples being its directory's items in order.
+    /// `items` and `frames` are then empty: a rank holds nothing per item.
+    indexed: Option<Vec<(usize, Arc<DirIndex>)>>,
     /// A sample's item and frames, when samples are segments; else sample
     /// `k` is item `k`, all its frames.
     spans: Option<Vec<Span>>,
@@ -89,6 +95,29 @@ impl Catalog {
             .index()
             .id(item.slot as usize)
             .unwrap_or_default()
+    }
+
+    /// The number of items the loader keeps.
+    pub(crate) fn n_items(&self) -> usize {
+        match &self.indexed {
+            Some(parts) => parts.iter().map(|(_, index)| index.len()).sum(),
+            None => self.items.len(),
+        }
+    }
+
+    /// Whether the items are read from index files.
+    pub(crate) fn is_indexed(&self) -> bool {
+        self.indexed.is_some()
+    }
+
+    /// Record `k` of `item`'s frames.
+    pub(crate) fn frame(&self, item: &Item, k: usize) -> gulp_format::FrameInfo {
+        match &self.indexed {
+            Some(parts) => parts[item.source as usize]
+                .1
+                .record((item.first + k) as u64),
+            None => self.frames.get(item.first + k),
+        }
     }
 
     /// The data file of `item`'s chunk.
@@ -131,10 +160,8 @@ impl Catalog {
     /// item's records) of `item` that it does not hold, when the pass
     /// reads its chunk by ranges; the bytes fetched.
     pub(crate) fn fetch_frames(&self, item: &Item, frames: &[usize]) -> Result<u64> {
-        let records: Vec<(usize, gulp_format::FrameInfo)> = frames
-            .iter()
-            .map(|&k| (k, self.frames.get(item.first + k)))
-            .collect();
+        let records: Vec<(usize, gulp_format::FrameInfo)> =
+            frames.iter().map(|&k| (k, self.frame(item, k))).collect();
         Ok(self.reader(item)?.fetch_records(self.id(item), &records)?)
     }
 
@@ -203,18 +230,34 @@ impl Catalog {
     }
 
     /// Sample `sample`'s item and frames `start..end`.
-    pub(crate) fn sample(&self, sample: usize) -> (&Item, usize, usize) {
+    pub(crate) fn sample(&self, sample: usize) -> (Item, usize, usize) {
+        if let Some(parts) = &self.indexed {
+            let source = parts.partition_point(|(first, _)| *first <= sample) - 1;
+            let (first, index) = &parts[source];
+            let global = sample - first;
+            let chunk = index.chunk_of(global);
+            let frames = index.frames(global);
+            #[allow(clippy::cast_possible_truncation)] // < 2^32 each, checked when made
+            let item = Item {
+                source: source as u32,
+                chunk: chunk as u32,
+                slot: (global - index.chunk_items(chunk).start) as u32,
+                frames: (frames.end - frames.start) as u32,
+                first: frames.start as usize,
+            };
+            return (item, 0, item.frames as usize);
+        }
         match &self.spans {
             Some(spans) => {
                 let s = spans[sample];
                 (
-                    &self.items[s.item as usize],
+                    self.items[s.item as usize],
                     s.start as usize,
                     s.end as usize,
                 )
             }
             None => {
-                let item = &self.items[sample];
+                let item = self.items[sample];
                 (item, 0, item.frames as usize)
             }
         }
@@ -230,46 +273,21 @@ impl Catalog {
             .map(|s| options.open.open(&s.path))
             .collect::<Result<Vec<_>, _>>()?;
         let spaces = label_spaces(sources, &dirs, options)?;
-        let mut builder = Builder {
-            options,
-            items: Vec::with_capacity(dirs.iter().map(GulpDirectory::len).sum()),
-            frames: FrameTable::with_capacity(dirs.iter().map(GulpDirectory::n_frames).sum()),
-            spans: options.segments.as_ref().map(|_| Vec::new()),
-            targets: TargetTable::new(&options.target),
-            weights: sources.iter().any(|s| s.weights.is_some()).then(Vec::new),
-            samples: 0,
-            missing: 0,
-            subset: Fnv::default(),
-        };
-        if options.segments.is_none() {
-            builder.targets.reserve(builder.items.capacity());
-        }
-        let mut sizes = Vec::with_capacity(sources.len());
-        let mut firsts = Vec::with_capacity(sources.len());
-        for (k, (source, dir)) in sources.iter().zip(&dirs).enumerate() {
-            let first = builder.samples;
-            builder.source(k, source, dir, &spaces[k])?;
-            firsts.push(first);
-            sizes.push(u32::try_from(builder.samples - first).map_err(|_| {
-                Error::Config(format!("{}: more than 2^32 samples", source.path.display()))
-            })?);
-        }
-        let Builder {
-            mut items,
-            mut frames,
-            mut spans,
-            mut targets,
+        let Read {
+            items,
+            frames,
+            spans,
+            targets,
             weights,
             missing,
             subset,
-            ..
-        } = builder;
-        items.shrink_to_fit();
-        frames.shrink();
-        targets.shrink();
-        if let Some(spans) = &mut spans {
-            spans.shrink_to_fit();
-        }
+            sizes,
+            firsts,
+            indexed,
+        } = match read_indexed(sources, &dirs, options, &spaces)? {
+            Some(read) => read,
+            None => read_metas(sources, &dirs, options, &spaces)?,
+        };
         let mut catalog = Catalog {
             dirs: dirs
                 .into_iter()
@@ -283,6 +301,7 @@ impl Catalog {
                 .collect(),
             items,
             frames,
+            indexed,
             spans,
             targets,
             // Set below: the draws need the classes of the samples read.
@@ -371,7 +390,7 @@ impl Catalog {
                 let (item, _, _) = self.sample(sample);
                 return Err(Error::Meta {
                     path: self.dirs[item.source as usize].dir.path().to_owned(),
-                    id: self.id(item).to_owned(),
+                    id: self.id(&item).to_owned(),
                     key: self.targets.key_name(&options.labels.key),
                     reason: "balanced sampling needs a class for every sample".into(),
                 });
@@ -384,6 +403,172 @@ impl Catalog {
         }
         Ok(classes.into_values().collect())
     }
+}
+
+/// What reading the sources gave.
+struct Read {
+    items: Vec<Item>,
+    frames: FrameTable,
+    spans: Option<Vec<Span>>,
+    targets: TargetTable,
+    weights: Option<Vec<f64>>,
+    missing: usize,
+    subset: Fnv,
+    /// Each source's number of samples.
+    sizes: Vec<u32>,
+    /// Each source's first sample.
+    firsts: Vec<usize>,
+    indexed: Option<Vec<(usize, Arc<DirIndex>)>>,
+}
+
+/// Reads every source's items from its chunks' meta files, parsing each
+/// meta and keeping what the loader needs.
+fn read_metas(
+    sources: &[Source],
+    dirs: &[GulpDirectory],
+    options: &LoaderOptions,
+    spaces: &[LabelSpace],
+) -> Result<Read> {
+    let mut builder = Builder {
+        options,
+        items: Vec::with_capacity(dirs.iter().map(GulpDirectory::len).sum()),
+        frames: FrameTable::with_capacity(dirs.iter().map(GulpDirectory::n_frames).sum()),
+        spans: options.segments.as_ref().map(|_| Vec::new()),
+        targets: TargetTable::new(&options.target),
+        weights: sources.iter().any(|s| s.weights.is_some()).then(Vec::new),
+        samples: 0,
+        missing: 0,
+        subset: Fnv::default(),
+    };
+    if options.segments.is_none() {
+        builder.targets.reserve(builder.items.capacity());
+    }
+    let mut sizes = Vec::with_capacity(sources.len());
+    let mut firsts = Vec::with_capacity(sources.len());
+    for (k, (source, dir)) in sources.iter().zip(dirs).enumerate() {
+        let first = builder.samples;
+        builder.source(k, source, dir, &spaces[k])?;
+        firsts.push(first);
+        sizes.push(samples_u32(source, builder.samples - first)?);
+    }
+    let Builder {
+        mut items,
+        mut frames,
+        mut spans,
+        mut targets,
+        weights,
+        missing,
+        subset,
+        ..
+    } = builder;
+    items.shrink_to_fit();
+    frames.shrink();
+    targets.shrink();
+    if let Some(spans) = &mut spans {
+        spans.shrink_to_fit();
+    }
+    Ok(Read {
+        items,
+        frames,
+        spans,
+        targets,
+        weights,
+        missing,
+        subset,
+        sizes,
+        firsts,
+        indexed: None,
+    })
+}
+
+fn samples_u32(source: &Source, n: usize) -> Result<u32> {
+    u32::try_from(n)
+        .map_err(|_| Error::Config(format!("{}: more than 2^32 samples", source.path.display())))
+}
+
+/// Reads the sources from their directories' index files, when every one
+/// has a fresh one and the loader keeps every item as it is (no subset,
+/// filter, weights or segments; the default target read from the index's
+/// label key, every label value numbered): nothing is then held per item,
+/// the samples being the items in directory order, their frames and
+/// targets read from the files that every process of the node maps.
+/// `None` when the sources must be read from their meta files; the samples,
+/// targets and fingerprints are those [`read_metas`] gives.
+fn read_indexed(
+    sources: &[Source],
+    dirs: &[GulpDirectory],
+    options: &LoaderOptions,
+    spaces: &[LabelSpace],
+) -> Result<Option<Read>> {
+    let plain = options.segments.is_none()
+        && matches!(options.target, Target::Label)
+        && options.labels.key == gulp_io::LABEL_KEY
+        && sources
+            .iter()
+            .all(|s| s.ids.is_none() && s.filter.is_none() && s.weights.is_none());
+    if !plain {
+        return Ok(None);
+    }
+    let mut parts = Vec::with_capacity(sources.len());
+    let mut classes = Vec::with_capacity(sources.len());
+    for (dir, space) in dirs.iter().zip(spaces) {
+        let Some(index) = dir.index_file() else {
+            return Ok(None);
+        };
+        if !index.labels_exact()
+            || !index.all_have_frames()
+            || index.label_key() != gulp_io::LABEL_KEY
+            || u32::try_from(index.len()).is_err()
+        {
+            return Ok(None);
+        }
+        // Each label value's class, as the meta path numbers it; a value
+        // that is a problem there (not in the label index) is left to it.
+        let mut of_code = Vec::new();
+        for value in index.label_values() {
+            match space.class(gulp_io::LABEL_KEY, Some(&value)) {
+                Ok(class) => of_code.push(class.unwrap_or(-1)),
+                Err(_) => return Ok(None),
+            }
+        }
+        if (0..index.len())
+            .any(|i| index.frames(i).end - index.frames(i).start > u64::from(u32::MAX))
+        {
+            return Ok(None);
+        }
+        parts.push(Arc::clone(index));
+        classes.push(of_code);
+    }
+    let mut subset = Fnv::default();
+    let mut sizes = Vec::with_capacity(sources.len());
+    let mut firsts = Vec::with_capacity(sources.len());
+    let mut samples = 0;
+    for (k, (source, index)) in sources.iter().zip(&parts).enumerate() {
+        subset.write_str(&format!("source {k}"));
+        for i in 0..index.len() {
+            subset.write_str(index.id(i));
+        }
+        firsts.push(samples);
+        sizes.push(samples_u32(source, index.len())?);
+        samples += index.len();
+    }
+    let coded = firsts
+        .iter()
+        .zip(parts.iter().zip(classes))
+        .map(|(&first, (index, of_code))| (first, Arc::clone(index), of_code))
+        .collect();
+    Ok(Some(Read {
+        items: Vec::new(),
+        frames: FrameTable::default(),
+        spans: None,
+        targets: TargetTable::coded(&options.target, coded),
+        weights: None,
+        missing: 0,
+        subset,
+        sizes,
+        indexed: Some(firsts.iter().copied().zip(parts).collect()),
+        firsts,
+    }))
 }
 
 /// The label index of each source: its own (given, else the loader's, else

@@ -253,9 +253,17 @@ impl Loader {
         dirs.iter().map(|d| d.dir.path().to_owned()).collect()
     }
 
+    /// Whether every source is read from its directory's index file (a
+    /// fresh one, and options that keep every item as it is): the loader
+    /// then holds nothing per item, its frames and classes read from the
+    /// files that every process of the node maps.
+    pub fn reads_index_files(&self) -> bool {
+        self.inner.catalog.is_indexed()
+    }
+
     /// Items the loader keeps (all sources).
     pub fn items(&self) -> usize {
-        self.inner.catalog.items.len()
+        self.inner.catalog.n_items()
     }
 
     /// Samples of an epoch before the split between ranks (the sources'
@@ -681,7 +689,7 @@ fn make_batch(
         let start = frames.len();
         match make_clip(
             inner,
-            (item, first, end),
+            (&item, first, end),
             sample,
             epoch,
             renderer,
@@ -691,7 +699,7 @@ fn make_batch(
             Ok((indices, geometry)) => {
                 batch.geometries.push(geometry);
                 rows.push(sample.slot.sample);
-                batch.ids.push(catalog.id(item).to_owned());
+                batch.ids.push(catalog.id(&item).to_owned());
                 batch.sources.push(item.source as usize);
                 batch.segments.push([first, end]);
                 batch.positions.push(sample.slot.position);
@@ -711,7 +719,7 @@ fn make_batch(
                 match (o.on_error, &e) {
                     (OnError::Skip, Error::Io(_) | Error::Clip { .. }) if !remote => {
                         batch.skipped.push(Skipped {
-                            id: catalog.id(item).to_owned(),
+                            id: catalog.id(&item).to_owned(),
                             reason: e.to_string(),
                         });
                     }
@@ -770,7 +778,7 @@ fn fetch_ranges(inner: &Inner, samples: &[Sample], epoch: u64, index: usize) -> 
     let catalog = &inner.catalog;
     let from = (index * o.batch_size).min(samples.len());
     let part = &samples[from..(from + o.batch_size).min(samples.len())];
-    let mut by_chunk: BTreeMap<ChunkKey, Vec<(&Item, Vec<usize>)>> = BTreeMap::new();
+    let mut by_chunk: BTreeMap<ChunkKey, Vec<(Item, Vec<usize>)>> = BTreeMap::new();
     for sample in part {
         let (item, start, end) = catalog.sample(sample.slot.sample);
         let key = (item.source, item.chunk);
@@ -816,7 +824,7 @@ fn make_clip(
     // request for frames close together.
     let records: Vec<(usize, FrameInfo)> = indices
         .iter()
-        .map(|&k| (k, inner.catalog.frames.get(item.first + k)))
+        .map(|&k| (k, inner.catalog.frame(item, k)))
         .collect();
     let jpegs = reader.records_at(id, &records)?;
     let first = reader.with_record(id, indices[0], records[0].1.loc, &jpegs[0], codec, |f| {

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gulp_format::{JsonSerializer, Value};
+use gulp_format::{DirIndex, JsonSerializer, NO_LABEL, Value};
 use gulp_io::LabelIndex;
 
 use crate::fingerprint::Fnv;
@@ -254,7 +254,7 @@ pub(crate) struct LabelSpace {
 }
 
 impl LabelSpace {
-    fn class(&self, key: &str, value: Option<&Value>) -> Result<Option<i64>, Problem> {
+    pub(crate) fn class(&self, key: &str, value: Option<&Value>) -> Result<Option<i64>, Problem> {
         match value {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Int(i)) => Ok(Some(*i)),
@@ -298,7 +298,7 @@ fn lookup<'a>(key: &str, meta: &'a Value, segment: Option<&'a Value>) -> Option<
 }
 
 /// One row per sample.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum Column {
     Int(Vec<i64>),
     Float(Vec<f32>),
@@ -309,6 +309,26 @@ enum Column {
         offsets: Vec<u32>,
         members: Vec<u32>,
     },
+    /// One class per sample read from directories' index files: each
+    /// source's first row, its index (its items being its rows in order)
+    /// and the class of each of the index's label codes.
+    Coded(Vec<(usize, Arc<DirIndex>, Vec<i64>)>),
+}
+
+/// The class of row `row` of a [`Column::Coded`].
+fn coded_class(parts: &[(usize, Arc<DirIndex>, Vec<i64>)], row: usize) -> Option<i64> {
+    let part = parts
+        .partition_point(|(first, _, _)| *first <= row)
+        .checked_sub(1)?;
+    let (first, index, of_code) = &parts[part];
+    let item = row - first;
+    if item >= index.len() {
+        return None;
+    }
+    match index.label_code(item) {
+        NO_LABEL => Some(-1),
+        code => of_code.get(code as usize).copied(),
+    }
 }
 
 /// Every sample's target.
@@ -345,6 +365,26 @@ impl TargetTable {
         }
     }
 
+    /// The table of a [`Target::Label`] whose classes are read from index
+    /// files (see [`Column::Coded`]).
+    pub(crate) fn coded(
+        target: &Target,
+        parts: Vec<(usize, Arc<DirIndex>, Vec<i64>)>,
+    ) -> TargetTable {
+        TargetTable {
+            target: target.clone(),
+            shape: Some(vec![]),
+            column: Column::Coded(parts),
+        }
+    }
+
+    /// The number of rows of a [`Column::Coded`] table.
+    fn coded_rows(parts: &[(usize, Arc<DirIndex>, Vec<i64>)]) -> usize {
+        parts
+            .last()
+            .map_or(0, |(first, index, _)| first + index.len())
+    }
+
     /// Room for `rows` more rows (one per item without segments), so that
     /// the table is allocated once, not grown by doubling.
     pub(crate) fn reserve(&mut self, rows: usize) {
@@ -353,6 +393,7 @@ impl TargetTable {
             Column::Int(v) => v.reserve_exact(rows * width),
             Column::Float(v) => v.reserve_exact(rows * width),
             Column::Hot { offsets, .. } => offsets.reserve_exact(rows),
+            Column::Coded(_) => {}
         }
     }
 
@@ -365,6 +406,7 @@ impl TargetTable {
     pub(crate) fn class_of(&self, row: usize) -> Option<i64> {
         match &self.column {
             Column::Int(v) if self.is_class() => v.get(row).copied(),
+            Column::Coded(parts) => coded_class(parts, row),
             _ => None,
         }
     }
@@ -556,6 +598,11 @@ impl TargetTable {
                 }
                 TargetValues::Float32(hot)
             }
+            Column::Coded(parts) => TargetValues::Int64(
+                rows.iter()
+                    .map(|&r| coded_class(parts, r).unwrap_or(-1))
+                    .collect(),
+            ),
         };
         let labels = match (&values, self.is_class()) {
             (TargetValues::Int64(v), true) => v.clone(),
@@ -578,6 +625,10 @@ impl TargetTable {
                 offsets.iter().for_each(|&x| h.write_u64(u64::from(x)));
                 members.iter().for_each(|&x| h.write_u64(u64::from(x)));
             }
+            // The same bits as the [`Column::Int`] of the same classes.
+            #[allow(clippy::cast_sign_loss)] // the bits, not the value
+            Column::Coded(parts) => (0..TargetTable::coded_rows(parts))
+                .for_each(|r| h.write_u64(coded_class(parts, r).unwrap_or(-1) as u64)),
         }
         h.finish()
     }
@@ -593,6 +644,7 @@ impl TargetTable {
                 offsets.shrink_to_fit();
                 members.shrink_to_fit();
             }
+            Column::Coded(_) => {}
         }
     }
 }

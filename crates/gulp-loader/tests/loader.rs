@@ -1557,3 +1557,89 @@ fn a_shuffle_by_chunks_resumes_on_another_world_size() {
     }
     assert_eq!(served.len(), 48);
 }
+
+/// With index files, a loader that keeps every item as it is holds nothing
+/// per item: the batches, targets and resume state are the same as read
+/// from the meta files, on one directory and on a mixture with balanced
+/// classes; a subset or a target the index has no column for reads the
+/// meta files.
+#[test]
+fn batches_are_the_same_with_and_without_index_files() {
+    let fx = fixture();
+    let indexed = |policy| gulp_io::GulpDirectory::options().index(policy);
+    let setups: Vec<(&str, Vec<Source>, LoaderOptions)> = vec![
+        (
+            "one directory",
+            vec![Source::new(&fx.dir)],
+            train_options(2),
+        ),
+        (
+            "a balanced mixture",
+            vec![
+                Source::new(&fx.dir).amount(Amount::Weight(0.7)),
+                Source::new(&fx.other).amount(Amount::Weight(0.3)),
+            ],
+            LoaderOptions {
+                sampler: Sampler::Balanced,
+                samples_per_epoch: Some(14),
+                shared_labels: true,
+                ..train_options(2)
+            },
+        ),
+        ("evaluation", vec![Source::new(&fx.dir)], eval_options()),
+    ];
+    for (name, sources, options) in setups {
+        let open = |policy| {
+            let options = LoaderOptions {
+                open: indexed(policy),
+                ..options.clone()
+            };
+            Loader::from_sources(&sources, options).expect(name)
+        };
+        let mut plain = open(gulp_io::IndexPolicy::Off);
+        let mut with = open(gulp_io::IndexPolicy::Always);
+        assert!(!plain.reads_index_files(), "{name}");
+        assert!(with.reads_index_files(), "{name}");
+        assert_eq!(with.items(), plain.items(), "{name}");
+        let (a, b) = (collect(&mut plain), collect(&mut with));
+        assert!(!a.is_empty(), "{name}");
+        assert_eq!(a.len(), b.len(), "{name}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (&x.ids, &x.indices, &x.sources),
+                (&y.ids, &y.indices, &y.sources)
+            );
+            assert_eq!((&x.targets, &x.labels), (&y.targets, &y.labels), "{name}");
+            assert!(x.frames == y.frames, "{name}: batch {} differs", x.index);
+        }
+        // A state saved without the index resumes with it.
+        let mut first = open(gulp_io::IndexPolicy::Off);
+        let mut it = first.iter();
+        it.next().expect("a batch").expect("batch");
+        drop(it);
+        let state = first.state();
+        let mut resumed = open(gulp_io::IndexPolicy::Auto);
+        assert!(resumed.reads_index_files(), "{name}");
+        resumed.load_state(&state).expect(name);
+        let rest = collect(&mut resumed);
+        assert_eq!(rest.len(), a.len() - 1, "{name}");
+        assert_eq!(rest[0].ids, a[1].ids, "{name}");
+    }
+    // An id subset, and a target of another key, read the meta files.
+    let subset = Source {
+        ids: Some(["item-1", "item-2"].map(String::from).into()),
+        ..Source::new(&fx.dir)
+    };
+    let options = LoaderOptions {
+        open: indexed(gulp_io::IndexPolicy::Auto),
+        ..eval_options()
+    };
+    let loader = Loader::from_sources(&[subset], options.clone()).expect("subset");
+    assert!(!loader.reads_index_files());
+    let keyed = LoaderOptions {
+        target: Target::Key("group".into()),
+        ..options
+    };
+    let loader = Loader::from_sources(&[Source::new(&fx.dir)], keyed).expect("key");
+    assert!(!loader.reads_index_files());
+}

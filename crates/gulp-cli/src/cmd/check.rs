@@ -59,7 +59,12 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
             1 => write!(out, ": 1 problem")?,
             n => write!(out, ": {n} problems")?,
         }
-        match report.notes.len() {
+        let leftovers = report
+            .notes
+            .iter()
+            .filter(|n| n.kind != gulp_io::check::ProblemKind::IndexFile)
+            .count();
+        match leftovers {
             0 => writeln!(out)?,
             n => writeln!(
                 out,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use gulp_io::{LABEL_FILE, LabelIndex};
 use serde::Serialize;
 
@@ -23,6 +23,8 @@ struct Info {
     /// JPEG bytes per frame (record length less pad).
     frame_bytes: Option<Sizes>,
     labels: Option<Labels>,
+    /// The size of the index file the directory was read from, if any.
+    index: Option<u64>,
     warnings: Vec<String>,
 }
 
@@ -51,10 +53,26 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
         meta_formats: BTreeMap::new(),
         frame_bytes: None,
         labels: None,
+        index: None,
         warnings: gulp.warnings().iter().map(ToString::to_string).collect(),
     };
     let mut sizes = Vec::new();
+    if let Some(index) = gulp.index_file() {
+        // Every frame record is in the index file: no meta is parsed.
+        for entry in gulp.chunks() {
+            info.bytes += std::fs::metadata(&entry.data_path)
+                .with_context(|| format!("cannot read {}", entry.data_path.display()))?
+                .len();
+            *info.meta_formats.entry(entry.format().name()).or_default() += 1;
+        }
+        info.frames = gulp.n_frames();
+        sizes.extend((0..index.n_frames()).filter_map(|f| index.record(f).jpeg_len()));
+        info.index = Some(index.bytes().len() as u64);
+    }
     for (index, entry) in gulp.chunks().iter().enumerate() {
+        if info.index.is_some() {
+            break;
+        }
         let reader = gulp.reader(index)?;
         info.bytes += reader.data_len();
         let format = entry.format();
@@ -118,6 +136,14 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
     }
     if let Some(labels) = &info.labels {
         writeln!(out, "labels      {} ({LABEL_FILE})", labels.count)?;
+    }
+    if let Some(bytes) = info.index {
+        writeln!(
+            out,
+            "index       {} ({})",
+            gulp_io::gulp_format::INDEX_FILE,
+            human_bytes(bytes)
+        )?;
     }
     for warning in &info.warnings {
         writeln!(out, "warning: {warning}")?;

@@ -309,6 +309,8 @@ fn refuse_unfinished(
             DirectoryWarning::TempFile(p)
             | DirectoryWarning::OrphanData(p)
             | DirectoryWarning::OrphanMeta(p) => p,
+            // Not a write of the data: the directory reads without it.
+            DirectoryWarning::IndexNotWritten(..) => continue,
         };
         let name = path
             .file_name()

@@ -1,0 +1,217 @@
+//! A local directory's index file ([`gulp_format::DirIndex`]): found and
+//! checked when the directory is opened, built and written atomically when
+//! it is missing or stale and the directory is large enough to gain from it.
+//!
+//! `GULP_INDEX` decides: `auto` (the default) uses a fresh index file and
+//! writes one for a directory of at least [`AUTO_ITEMS`] items; `always`
+//! writes one for any directory; `off` neither reads nor writes it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use gulp_format::{ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, IndexBytes, TEMP_PREFIX};
+
+use crate::error::{Error, Result};
+use crate::storage::Source;
+
+/// Below this many items a directory opens fast enough from its meta files
+/// and `auto` writes no index file.
+pub const AUTO_ITEMS: usize = 100_000;
+
+/// The meta_data key the index's label column is read from.
+pub const LABEL_KEY: &str = "label";
+
+/// When a directory's index file is used and written (`GULP_INDEX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexPolicy {
+    /// Use a fresh index; write one for [`AUTO_ITEMS`] items or more.
+    #[default]
+    Auto,
+    /// Use a fresh index; write one for any directory.
+    Always,
+    /// Neither read nor write it.
+    Off,
+}
+
+crate::choice!(IndexPolicy, "GULP_INDEX", {
+    IndexPolicy::Auto => "auto",
+    IndexPolicy::Always => "always",
+    IndexPolicy::Off => "off",
+});
+
+impl IndexPolicy {
+    /// `GULP_INDEX`, else `auto`; an unknown value is an error naming it.
+    pub fn from_env() -> Result<IndexPolicy> {
+        match std::env::var("GULP_INDEX") {
+            Ok(v) if !v.is_empty() => v.parse().map_err(|e: crate::UnknownChoice| {
+                Error::from(crate::ErrorKind::Invalid {
+                    path: PathBuf::from("GULP_INDEX"),
+                    reason: e.to_string(),
+                })
+            }),
+            _ => Ok(IndexPolicy::Auto),
+        }
+    }
+
+    /// Whether a directory of `items` items gets an index file written.
+    pub fn writes(self, items: usize) -> bool {
+        match self {
+            IndexPolicy::Auto => items >= AUTO_ITEMS,
+            IndexPolicy::Always => true,
+            IndexPolicy::Off => false,
+        }
+    }
+}
+
+/// The state of a directory's index file against its chunks.
+#[derive(Debug)]
+pub enum IndexState {
+    /// There is none.
+    Missing,
+    /// It matches the chunks' files.
+    Fresh(Arc<DirIndex>),
+    /// It was written for other files (a chunk added, removed or rewritten
+    /// since): what differs.
+    Stale(String),
+    /// It cannot be read as an index (cut short, a wrong checksum, an
+    /// inconsistent section): what is wrong.
+    Damaged(String),
+}
+
+/// The stamps of local chunk pairs `(number, data, meta)`, in order.
+pub(crate) fn stamps(pairs: &[(u64, Source, Source)]) -> Result<Vec<ChunkStamp>> {
+    pairs
+        .iter()
+        .map(|(chunk, data, meta)| {
+            let m =
+                std::fs::metadata(&meta.path).map_err(|e| Error::io("reading", &meta.path, e))?;
+            let d =
+                std::fs::metadata(&data.path).map_err(|e| Error::io("reading", &data.path, e))?;
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            Ok(ChunkStamp {
+                chunk: *chunk,
+                meta_len: m.len(),
+                meta_mtime_ns: mtime,
+                data_len: d.len(),
+            })
+        })
+        .collect()
+}
+
+/// The index file of `dir` checked against the chunks' `stamps`.
+pub fn state(dir: &Path, stamps: &[ChunkStamp]) -> IndexState {
+    let path = dir.join(INDEX_FILE);
+    let file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexState::Missing,
+        Err(e) => return IndexState::Damaged(format!("cannot be opened: {e}")),
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let bytes: IndexBytes = match crate::mmap::map_index(&file, len) {
+        Some(map) => Arc::new(map),
+        None => return IndexState::Damaged("empty or cannot be mapped".into()),
+    };
+    let index = match DirIndex::parse(bytes) {
+        Ok(index) => index,
+        Err(reason) => return IndexState::Damaged(reason),
+    };
+    if index.n_chunks() != stamps.len() {
+        return IndexState::Stale(format!(
+            "it lists {} chunks, the directory has {}",
+            index.n_chunks(),
+            stamps.len()
+        ));
+    }
+    for (c, now) in stamps.iter().enumerate() {
+        let then = index.stamp(c);
+        if then != *now {
+            return IndexState::Stale(format!(
+                "chunk {} changed since it was written (meta {} bytes then, {} now; data {} \
+                 bytes then, {} now; or its modification time)",
+                now.chunk, then.meta_len, now.meta_len, then.data_len, now.data_len
+            ));
+        }
+    }
+    IndexState::Fresh(Arc::new(index))
+}
+
+/// Builds the index file of the opened directory `gd` (every meta parsed
+/// whole, on all cores) from its chunks' `stamps` and writes it atomically:
+/// under a lock on the directory, so that the ranks of a node that open it
+/// together build it once (the others wait, then map it). `Ok(None)` when
+/// the directory cannot have one (a frame record too long to pack): it is
+/// then read from its meta files, as without an index.
+pub(crate) fn build(
+    gd: &crate::GulpDirectory,
+    stamps: &[ChunkStamp],
+) -> Result<Option<Arc<DirIndex>>> {
+    let dir = gd.path();
+    let lock = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
+    lock.lock().map_err(|e| Error::io("locking", dir, e))?;
+    // Another process may have written it while this one waited.
+    if let IndexState::Fresh(index) = state(dir, stamps) {
+        return Ok(Some(index));
+    }
+    let Some(bytes) = index_bytes(gd, stamps)? else {
+        return Ok(None);
+    };
+    let tmp = dir.join(format!("{TEMP_PREFIX}{INDEX_FILE}.{}", std::process::id()));
+    let path = dir.join(INDEX_FILE);
+    let written = std::fs::write(&tmp, &bytes)
+        .and_then(|()| File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        // A read-only directory reads as before, from its meta files.
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        ) {
+            return Ok(None);
+        }
+        return Err(Error::io("writing", &path, e));
+    }
+    crate::writer::sync_dir(dir)?;
+    drop(lock);
+    match state(dir, stamps) {
+        IndexState::Fresh(index) => Ok(Some(index)),
+        // Changed again while it was written: read from the meta files.
+        _ => Ok(None),
+    }
+}
+
+/// The bytes of the index file of `gd`, or `None` when it cannot have one.
+pub(crate) fn index_bytes(
+    gd: &crate::GulpDirectory,
+    stamps: &[ChunkStamp],
+) -> Result<Option<Vec<u8>>> {
+    let mut writer = DirIndexWriter::new(LABEL_KEY);
+    let chunks = gd.chunks();
+    // A few chunks at a time parsed on all cores, then added in order: the
+    // parsed metas of a batch only are held.
+    let batch = 4 * std::thread::available_parallelism().map_or(1, usize::from);
+    for start in (0..chunks.len()).step_by(batch) {
+        let end = (start + batch).min(chunks.len());
+        let metas = crate::directory::on_all_cores(
+            end - start,
+            || (),
+            |(), k| chunks[start + k].read_meta(),
+        );
+        for (k, meta) in metas.into_iter().enumerate() {
+            let c = start + k;
+            if writer
+                .push_chunk(stamps[c], &meta?, chunks[c].index())
+                .is_err()
+            {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(writer.finish()))
+}

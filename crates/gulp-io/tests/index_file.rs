@@ -1,0 +1,205 @@
+//! A directory's index file: written when asked, used when fresh, never
+//! trusted when stale or damaged, and the directory read from it the same
+//! as from its meta files.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
+use std::path::Path;
+
+use gulp_format::{INDEX_FILE, Map, MetaFormat, Value};
+use gulp_io::{ChunkWriter, GulpDirectory, IndexPolicy, IndexState, Selection};
+
+/// `chunks` chunks of `per` items, alternately JSON and msgpack meta, ids
+/// `c{chunk}-{k}` written in a shuffled order (so that sorted order and
+/// directory order differ), labels of three classes, item k with k % 3 + 1
+/// frames; chunk 1 empty.
+fn make(dir: &Path, first_chunk: u64, chunks: u64, per: usize) {
+    for n in first_chunk..first_chunk + chunks {
+        let format = if n % 2 == 0 {
+            MetaFormat::Json
+        } else {
+            MetaFormat::Msgpack
+        };
+        let mut w = ChunkWriter::builder()
+            .meta_format(format)
+            .fsync(false)
+            .create(dir, n)
+            .unwrap();
+        let count = if n == 1 { 0 } else { per };
+        for k in (0..count).rev() {
+            let mut meta = Map::with_capacity_and_hasher(2, Default::default());
+            meta.insert("label".into(), Value::from(["push", "pull", "hold"][k % 3]));
+            meta.insert("n".into(), Value::from(k as i64));
+            let frames: Vec<Vec<u8>> = (0..k % 3 + 1)
+                .map(|f| vec![0xff, 0xd8, k as u8, f as u8, 0xff, 0xd9])
+                .collect();
+            w.append(&format!("c{n}-{k:03}"), Value::from(meta), frames)
+                .unwrap();
+        }
+        w.finish().unwrap();
+    }
+}
+
+fn open(dir: &Path, policy: IndexPolicy) -> GulpDirectory {
+    GulpDirectory::options().index(policy).open(dir).unwrap()
+}
+
+/// Everything a reader sees of a directory.
+fn contents(gd: &GulpDirectory) -> Vec<(String, usize, Vec<Vec<u8>>, Value)> {
+    gd.ids()
+        .map(|id| {
+            let (chunk, item) = gd.read_item(id).unwrap();
+            let frames = gd
+                .frames(id, &Selection::All)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.to_vec())
+                .collect();
+            (
+                id.to_owned(),
+                chunk,
+                frames,
+                item.first_meta_data().unwrap().clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn index_is_written_used_and_reads_the_same_as_the_metas() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 4, 20);
+    let plain = open(dir.path(), IndexPolicy::Off);
+    assert!(plain.index_file().is_none());
+    assert!(!dir.path().join(INDEX_FILE).exists());
+    // Below the automatic threshold nothing is written.
+    let auto = open(dir.path(), IndexPolicy::Auto);
+    assert!(auto.index_file().is_none());
+    assert!(!dir.path().join(INDEX_FILE).exists());
+
+    let written = open(dir.path(), IndexPolicy::Always);
+    assert!(written.index_file().is_some());
+    assert!(dir.path().join(INDEX_FILE).exists());
+    // Now fresh, `auto` reads it too.
+    let indexed = open(dir.path(), IndexPolicy::Auto);
+    let index = indexed.index_file().unwrap();
+    assert_eq!(index.len(), 60);
+    assert!(indexed.chunks().iter().all(|c| c.index().is_mapped()));
+    assert!(matches!(indexed.index_state(), Some(IndexState::Fresh(_))));
+
+    assert_eq!(indexed.len(), plain.len());
+    assert_eq!(indexed.n_frames(), plain.n_frames());
+    assert_eq!(
+        indexed.ids().collect::<Vec<_>>(),
+        plain.ids().collect::<Vec<_>>()
+    );
+    for (a, b) in indexed.chunks().iter().zip(plain.chunks()) {
+        assert_eq!(a.index(), b.index(), "chunk {}", a.chunk);
+    }
+    assert_eq!(contents(&indexed), contents(&plain));
+    // Every id is found where the metas put it; others are not.
+    for id in plain.ids() {
+        assert_eq!(
+            indexed.chunk_of(id).unwrap().chunk,
+            plain.chunk_of(id).unwrap().chunk
+        );
+    }
+    for missing in ["", "c0", "c0-999", "c9-000", "zzz"] {
+        assert!(!indexed.contains(missing), "{missing}");
+    }
+    // The file holds what gulp check would build from the metas.
+    assert_eq!(
+        indexed.expected_index().unwrap().unwrap(),
+        std::fs::read(dir.path().join(INDEX_FILE)).unwrap()
+    );
+}
+
+#[test]
+fn a_stale_index_is_detected_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 3, 10);
+    open(dir.path(), IndexPolicy::Always);
+    // A chunk added after the index was written.
+    make(dir.path(), 3, 1, 5);
+    let gd = open(dir.path(), IndexPolicy::Off);
+    match gd.index_state() {
+        None => {} // `off` does not look at it
+        Some(state) => panic!("{state:?}"),
+    }
+    let gd = GulpDirectory::options()
+        .index(IndexPolicy::Auto)
+        .open(dir.path())
+        .unwrap();
+    // Stale, so not used (and `auto` writes none for 25 items)...
+    assert!(gd.index_file().is_none());
+    assert!(gd.contains("c3-004"));
+    match gd.index_state() {
+        Some(IndexState::Stale(why)) => assert!(why.contains("chunks"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // ...and rebuilt by `always`.
+    let gd = open(dir.path(), IndexPolicy::Always);
+    assert_eq!(gd.index_file().unwrap().len(), 25);
+    assert!(gd.contains("c3-004"));
+
+    // A meta file rewritten in place with the same length: its
+    // modification time tells.
+    let meta = dir.path().join("meta_2.gmeta");
+    let bytes = std::fs::read(&meta).unwrap();
+    let later =
+        std::fs::metadata(&meta).unwrap().modified().unwrap() + std::time::Duration::from_secs(5);
+    std::fs::write(&meta, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&meta)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let gd = open(dir.path(), IndexPolicy::Auto);
+    assert!(gd.index_file().is_none());
+    assert!(matches!(gd.index_state(), Some(IndexState::Stale(_))));
+}
+
+#[test]
+fn a_damaged_index_is_never_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 3, 10);
+    open(dir.path(), IndexPolicy::Always);
+    let path = dir.path().join(INDEX_FILE);
+    let good = std::fs::read(&path).unwrap();
+    let plain = contents(&open(dir.path(), IndexPolicy::Off));
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("cut short", good[..good.len() - 8].to_vec()),
+        ("empty", Vec::new()),
+        ("a body byte flipped", {
+            let mut b = good.clone();
+            let at = b.len() / 2;
+            b[at] ^= 0x40;
+            b
+        }),
+        ("the flags changed", {
+            let mut b = good.clone();
+            b[12] ^= 1;
+            b
+        }),
+        ("another magic", {
+            let mut b = good.clone();
+            b[0] = b'X';
+            b
+        }),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        // Written after the metas: only its content can tell it is wrong.
+        let gd = open(dir.path(), IndexPolicy::Auto);
+        assert!(gd.index_file().is_none(), "{what}");
+        match gd.index_state() {
+            Some(IndexState::Damaged(_)) => {}
+            other => panic!("{what}: {other:?}"),
+        }
+        assert_eq!(contents(&gd), plain, "{what}");
+        // `always` replaces it with a good one.
+        let gd = open(dir.path(), IndexPolicy::Always);
+        assert!(gd.index_file().is_some(), "{what}");
+        assert_eq!(std::fs::read(&path).unwrap(), good, "{what}");
+    }
+}
