@@ -14,11 +14,15 @@ ffmpeg (an item's frames cycle through them): the figures are about the
 index, not the codec, so the frames are as small as real frames get.
 
 `measure` runs each step in a fresh interpreter and prints, per meta
-format: `GulpDirectory` open time and RSS, `ClipLoader()` construction
-time and RSS (the loader of one rank), the first batch, and `gulp check`;
-and the planning time of `gulp ingest` re-run over the million-line list
-(every item already present). RSS is the process's peak (ru_maxrss) less
-that of an interpreter that imported gulp and numpy.
+format: the time `gulp index` takes to write the index file (removed
+first) and its size, `GulpDirectory` open time, `ClipLoader()`
+construction time and anonymous memory (one rank), its first batch, the
+same loader with `GULP_INDEX=off` (read from the meta files), `--ranks`
+ranks started together (the wall time until each has its first batch,
+their anonymous memory added up), `gulp check` and `gulp info`. Memory is
+RssAnon less that of the interpreter after importing gulp and numpy: the
+pages of mapped files (the index, the data) are the node's page cache,
+shared, and not counted.
 """
 
 import argparse
@@ -99,46 +103,84 @@ def gulp_cmd():
 STEP = r"""
 import json, resource, sys, time
 import numpy, gulp
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-path, step = sys.argv[1], sys.argv[2]
+
+def anon_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    return 0
+
+base = anon_kb()
+path, step, rank, world = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 t = time.time()
 if step == "open":
     gd = gulp.GulpDirectory(path)
     n = len(gd)
     out = {"seconds": time.time() - t, "items": n}
 else:
-    loader = gulp.ClipLoader(path, frames=8, resize=None, size=16, crop="center", batch_size=8,
-                             shuffle=True, seed=0, threads=2)
+    loader = gulp.ClipLoader(path, frames=1, resize=None, size=16, crop="center", batch_size=8,
+                             shuffle=True, seed=0, threads=2, rank=rank, world_size=world)
     out = {"seconds": time.time() - t, "items": loader.items, "batches": len(loader)}
+    out["anon_mb_made"] = (anon_kb() - base) / 1024
     t = time.time()
     batch = next(iter(loader))
     out["first_batch"] = time.time() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-out["rss_mb"] = (peak - base) / 1024
+out["anon_mb"] = (anon_kb() - base) / 1024
 print(json.dumps(out))
 """
 
 
-def step(path, what):
-    out = subprocess.run([sys.executable, "-c", STEP, path, what], check=True,
-                         capture_output=True, text=True).stdout
+def step(path, what, rank=0, world=1, env=None):
+    out = subprocess.run([sys.executable, "-c", STEP, path, what, str(rank), str(world)],
+                         check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 
 
-def measure(out):
-    for fmt in ("json", "msgpack"):
+def ranks_together(path, world):
+    """`world` ranks started together, as torchrun starts them on a node:
+    the wall time until every one has its first batch, and their anonymous
+    memory added up."""
+    t = time.time()
+    procs = [subprocess.Popen([sys.executable, "-c", STEP, path, "loader", str(r), str(world)],
+                              stdout=subprocess.PIPE, text=True) for r in range(world)]
+    outs = [json.loads(p.communicate()[0]) for p in procs]
+    if any(p.returncode for p in procs):
+        raise SystemExit("million.py: a rank failed")
+    return time.time() - t, sum(o["anon_mb"] for o in outs)
+
+
+def timed(cmd):
+    t = time.time()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    return time.time() - t, done.returncode
+
+
+def measure(out, formats, world):
+    for fmt in formats:
         path = os.path.join(out, fmt)
+        if not os.path.isdir(path):
+            continue
+        index = os.path.join(path, gulp.INDEX_FILE)
+        if os.path.exists(index):
+            os.remove(index)
+        # The first open of a directory without an index file writes it.
+        built, rc = timed([gulp_cmd(), "index", path])
         opened = step(path, "open")
         loader = step(path, "loader")
-        frames = loader["items"] * 30
-        t = time.time()
-        check = subprocess.run([gulp_cmd(), "check", path], capture_output=True, text=True)
-        checked = time.time() - t
-        print(f"million.py: {fmt:7} | open {opened['seconds']:.2f} s, {opened['rss_mb']:.0f} MB "
-              f"| ClipLoader() {loader['seconds']:.2f} s, {loader['rss_mb']:.0f} MB "
-              f"({loader['rss_mb'] * 2**20 / frames:.1f} B/frame), first batch "
-              f"{loader['first_batch'] * 1e3:.0f} ms | gulp check {checked:.1f} s "
-              f"(exit {check.returncode})")
+        off = dict(os.environ, GULP_INDEX="off")
+        plain = step(path, "loader", env=off)
+        together, together_mb = ranks_together(path, world)
+        checked, check_rc = timed([gulp_cmd(), "check", path])
+        info, info_rc = timed([gulp_cmd(), "info", path])
+        print(f"million.py: {fmt:7} {opened['items']} items | gulp index {built:.1f} s "
+              f"({os.path.getsize(index) / 1e6:.0f} MB) | open {opened['seconds']:.2f} s "
+              f"| ClipLoader() {loader['seconds']:.2f} s, +{loader['anon_mb_made']:.0f} MB anon "
+              f"(first batch {loader['first_batch'] * 1e3:.0f} ms, then {loader['anon_mb']:.0f} MB) "
+              f"| without the index {plain['seconds']:.2f} s, +{plain['anon_mb_made']:.0f} MB "
+              f"| {world} ranks together {together:.1f} s, {together_mb:.0f} MB anon "
+              f"| gulp check {checked:.1f} s (exit {check_rc}) | gulp info {info:.1f} s "
+              f"(exit {info_rc})", flush=True)
 
 
 def main():
@@ -147,11 +189,15 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--formats", default="json,msgpack",
+                        help="measure: the meta formats to measure (json, msgpack)")
+    parser.add_argument("--ranks", type=int, default=8,
+                        help="measure: ranks started together")
     args = parser.parse_args()
     if args.what == "build":
         build(args.out, args.items, args.frames)
     else:
-        measure(args.out)
+        measure(args.out, args.formats.split(","), args.ranks)
 
 
 if __name__ == "__main__":

@@ -494,3 +494,40 @@ fn broken_pipe_exits_0_quietly() {
         assert_eq!(stderr, "", "{args:?}");
     }
 }
+
+#[test]
+fn index_writes_refreshes_and_info_and_check_read_it() {
+    let tmp = clean_dir();
+    let dir = tmp.path();
+    let index = dir.join(gulp_format::INDEX_FILE);
+    let before = run_ok(&["info", "--json"], dir);
+    let out = String::from_utf8(run_ok(&["index"], dir)).unwrap();
+    assert!(
+        out.contains(": written: 2 chunks, 3 items, 7 frames"),
+        "{out}"
+    );
+    assert!(index.exists());
+    let out = String::from_utf8(run_ok(&["index"], dir)).unwrap();
+    assert!(out.contains("was up to date"), "{out}");
+    // `gulp info` reads the frame sizes from the index: the same figures.
+    let mut with: serde_json::Value =
+        serde_json::from_slice(&run_ok(&["info", "--json"], dir)).unwrap();
+    let before: serde_json::Value = serde_json::from_slice(&before).unwrap();
+    assert_eq!(with["index"], std::fs::metadata(&index).unwrap().len());
+    with["index"] = serde_json::Value::Null;
+    assert_eq!(with, before);
+    let out = String::from_utf8(run_ok(&["check"], dir)).unwrap();
+    assert!(out.contains("no problems found"), "{out}");
+    // Damaged: check notes it (no leftover of a write) and exits 0; index
+    // rewrites it.
+    std::fs::write(&index, b"GULPIDX\0short").unwrap();
+    let out = String::from_utf8(run_ok(&["check"], dir)).unwrap();
+    assert!(
+        out.contains("index file damaged") && !out.contains("leftover"),
+        "{out}"
+    );
+    let out = String::from_utf8(run_ok(&["index"], dir)).unwrap();
+    assert!(out.contains("rewritten (it was damaged)"), "{out}");
+    let out = String::from_utf8(run_ok(&["index", "--remove"], dir)).unwrap();
+    assert!(out.contains("removed") && !index.exists(), "{out}");
+}

@@ -203,3 +203,60 @@ fn a_damaged_index_is_never_trusted() {
         assert_eq!(std::fs::read(&path).unwrap(), good, "{what}");
     }
 }
+
+#[test]
+fn gulp_check_compares_the_index_with_the_metas() {
+    use gulp_io::check::{Options, ProblemKind, check_directory};
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 3, 10);
+    let options = Options {
+        decode: false,
+        threads: 1,
+    };
+    let check = || check_directory(dir.path(), options, &|_| {}).unwrap();
+    let index_notes = |r: &gulp_io::check::Report| {
+        r.notes
+            .iter()
+            .filter(|n| n.kind == ProblemKind::IndexFile)
+            .count()
+    };
+    // None yet, then a fresh one: clean either way.
+    assert!(check().is_clean());
+    open(dir.path(), IndexPolicy::Always);
+    let report = check();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    assert_eq!(index_notes(&report), 0);
+
+    // Damaged: a note (it is never used), not a problem.
+    let path = dir.path().join(INDEX_FILE);
+    let good = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &good[..good.len() / 2]).unwrap();
+    let report = check();
+    assert!(report.is_clean());
+    assert_eq!(index_notes(&report), 1);
+    assert!(
+        report.notes[0].message.contains("damaged"),
+        "{}",
+        report.notes[0]
+    );
+
+    // A label changed in a JSON meta with its length and time kept: the
+    // index passes every check opening makes, yet differs from the metas.
+    std::fs::write(&path, &good).unwrap();
+    let meta = dir.path().join("meta_0.gmeta");
+    let then = std::fs::metadata(&meta).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let changed = text.replacen("\"push\"", "\"pull\"", 1);
+    assert_ne!(text, changed);
+    std::fs::write(&meta, changed).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&meta)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+    assert!(open(dir.path(), IndexPolicy::Auto).index_file().is_some());
+    let report = check();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(report.problems[0].kind, ProblemKind::IndexFile);
+}

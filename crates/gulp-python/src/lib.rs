@@ -35,6 +35,7 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "zune-jpeg"
         },
     )?;
+    m.add("INDEX_FILE", gulp_io::gulp_format::INDEX_FILE)?;
     m.add_class::<directory::Directory>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<loader::Loader>()?;

@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 __version__ = _gulp.__version__
 #: The JPEG codec this build decodes with.
 CODEC = _gulp.CODEC
+#: The name of a directory's index file (see ``gulp index --help``): written
+#: when a directory of 100,000 items or more is first opened, and mapped by
+#: every process of the node that opens it after.
+INDEX_FILE = _gulp.INDEX_FILE
 
 __all__ = [
     "GulpDirectory",
@@ -64,6 +68,8 @@ __all__ = [
     "fileio",
     "utils",
     "__version__",
+    "CODEC",
+    "INDEX_FILE",
 ]
 __all__ += errors.__all__  # (+= so that type checkers see the names)
 

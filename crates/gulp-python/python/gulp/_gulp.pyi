@@ -10,6 +10,7 @@ import numpy.typing as npt
 __all__ = [
     "__version__",
     "CODEC",
+    "INDEX_FILE",
     "Directory",
     "Writer",
     "Loader",
@@ -38,6 +39,7 @@ __all__ = [
 
 __version__: str
 CODEC: str
+INDEX_FILE: str
 
 _Path = Union[str, PathLike[str]]
 _Selection = Union[None, slice, Sequence[int], npt.NDArray[np.integer[Any]]]
