@@ -7,7 +7,8 @@ checking it costs.
 
 `build` writes OUT/json (JSON meta, as gulpio2 writes it) and OUT/msgpack
 (the same data files, hard-linked, with msgpack meta from `gulp convert`):
-`--items` items of `--frames` frames each, 10,000 items per chunk, three
+`--items` items of `--frames` frames each, `--per-chunk` items per chunk
+(10,000 by default), three
 labels, and OUT/list.csv, the 20BN CSV list of the same ids. The frames
 are 8 real 16x16 JPEG frames cut from the sample videos' first frames by
 ffmpeg (an item's frames cycle through them): the figures are about the
@@ -59,15 +60,15 @@ def frames_jpegs():
         shutil.rmtree(tmp)
 
 
-def build(out, items, frames):
+def build(out, items, frames, per_chunk=PER_CHUNK):
     jpegs = frames_jpegs()
     json_dir = os.path.join(out, "json")
     os.makedirs(json_dir)
     labels = ["pushing", "pulling", "holding"]
     t = time.time()
-    for chunk in range((items + PER_CHUNK - 1) // PER_CHUNK):
+    for chunk in range((items + per_chunk - 1) // per_chunk):
         writer = _gulp.Writer(json_dir, chunk, fsync=False)
-        for i in range(chunk * PER_CHUNK, min(items, (chunk + 1) * PER_CHUNK)):
+        for i in range(chunk * per_chunk, min(items, (chunk + 1) * per_chunk)):
             clip = [jpegs[(i + k) % len(jpegs)] for k in range(frames)]
             writer.append_jpegs(f"{i:07d}", {"label": labels[i % 3], "idx": i % 3}, clip)
         writer.commit()
@@ -189,13 +190,15 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--per-chunk", type=int, default=PER_CHUNK,
+                        help="build: items per chunk")
     parser.add_argument("--formats", default="json,msgpack",
                         help="measure: the meta formats to measure (json, msgpack)")
     parser.add_argument("--ranks", type=int, default=8,
                         help="measure: ranks started together")
     args = parser.parse_args()
     if args.what == "build":
-        build(args.out, args.items, args.frames)
+        build(args.out, args.items, args.frames, args.per_chunk)
     else:
         measure(args.out, args.formats.split(","), args.ranks)
 

@@ -187,7 +187,14 @@ struct Inner {
 pub struct Loader {
     inner: Arc<Inner>,
     cursor: Arc<Mutex<Cursor>>,
+    /// The plan of the first iteration, made with the loader (so that the
+    /// first batch does not wait for an epoch's shuffle of every sample):
+    /// (epoch, start, layout) and the samples.
+    planned: Arc<Mutex<Option<Planned>>>,
 }
+
+/// An epoch's plan from a position, for a layout of ranks.
+type Planned = ((u64, usize, usize), Arc<Vec<Sample>>);
 
 impl Loader {
     /// Opens `path` (parses every chunk's meta, reads the labels) and
@@ -227,14 +234,23 @@ impl Loader {
                     .unwrap_or_else(|| Ranks::from_env().local_world_size),
             ),
         };
-        Ok(Loader {
+        let loader = Loader {
             inner: Arc::new(Inner {
                 catalog,
                 options,
                 threads,
             }),
             cursor: Arc::new(Mutex::new(Cursor::default())),
-        })
+            planned: Arc::new(Mutex::new(None)),
+        };
+        let cursor = loader.cursor();
+        let key = (cursor.epoch, cursor.start, loader.layout(cursor));
+        let plan = Arc::new(loader.plan(key.0, key.1, key.2));
+        *loader
+            .planned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((key, plan));
+        Ok(loader)
     }
 
     /// The options.
@@ -515,7 +531,17 @@ impl Loader {
         } else {
             cursor.batch
         };
-        let samples = Arc::new(self.plan(epoch, cursor.start, self.layout(cursor)));
+        let key = (epoch, cursor.start, self.layout(cursor));
+        let made = self
+            .planned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .filter(|(k, _)| *k == key);
+        let samples = match made {
+            Some((_, samples)) => samples,
+            None => Arc::new(self.plan(epoch, cursor.start, key.2)),
+        };
         let inner = Arc::clone(&self.inner);
         let end = self.len();
         let in_flight = (inner.threads * inner.options.prefetch.max(1)).max(1);
