@@ -44,7 +44,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::index::{FRAME_RECORD_LEN, ItemSpan, MetaIndex};
+use crate::index::{Columns, FRAME_RECORD_LEN, ItemSpan, MetaIndex};
 use crate::json::JsonSerializer;
 use crate::layout::FrameInfo;
 use crate::meta::ChunkMeta;
@@ -727,7 +727,30 @@ impl DirIndex {
 
     /// The [`MetaIndex`] of chunk row `chunk`, read from this file.
     pub fn meta_index(self: &Arc<Self>, chunk: usize) -> MetaIndex {
-        MetaIndex::mapped(Arc::clone(self), chunk)
+        let columns: Arc<dyn Columns> = Arc::clone(self) as Arc<dyn Columns>;
+        MetaIndex::mapped(columns, chunk)
+    }
+}
+
+impl Columns for DirIndex {
+    fn chunk_items(&self, chunk: usize) -> Range<usize> {
+        DirIndex::chunk_items(self, chunk)
+    }
+
+    fn chunk_format(&self, chunk: usize) -> MetaFormat {
+        DirIndex::chunk_format(self, chunk)
+    }
+
+    fn item_id(&self, item: usize) -> &str {
+        self.id(item)
+    }
+
+    fn item_frames(&self, item: usize) -> Range<u64> {
+        self.frames(item)
+    }
+
+    fn item_span(&self, item: usize, format: MetaFormat) -> ItemSpan {
+        self.span(item, format)
     }
 }
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::dir_index::DirIndex;
 use crate::serializer::MetaFormat;
 
 /// Bytes of one record of a msgpack meta's frame table (`loc`, `pad`,
@@ -37,11 +36,26 @@ enum Store {
     /// A chunk of a directory's index file ([`DirIndex`]), shared by every
     /// process that maps it.
     Mapped {
-        index: Arc<DirIndex>,
+        index: Arc<dyn Columns>,
         /// The global numbers of the chunk's items.
         items: std::ops::Range<usize>,
         total_frames: u64,
     },
+}
+
+/// Per-item columns kept elsewhere (a directory's index file, see
+/// `DirIndex`), by global item number.
+pub(crate) trait Columns: std::fmt::Debug + Send + Sync {
+    /// The global numbers of chunk row `chunk`'s items.
+    fn chunk_items(&self, chunk: usize) -> std::ops::Range<usize>;
+    /// The meta format of chunk row `chunk`.
+    fn chunk_format(&self, chunk: usize) -> MetaFormat;
+    /// The id of item `item`.
+    fn item_id(&self, item: usize) -> &str;
+    /// The frames of item `item`, as global frame numbers.
+    fn item_frames(&self, item: usize) -> std::ops::Range<u64>;
+    /// Where the meta of item `item` lies in its meta file.
+    fn item_span(&self, item: usize, format: MetaFormat) -> ItemSpan;
 }
 
 #[derive(Debug, Clone, Default)]
@@ -92,12 +106,12 @@ pub struct ItemSpan {
 
 impl MetaIndex {
     /// Chunk row `chunk` of a directory's index file.
-    pub(crate) fn mapped(index: Arc<DirIndex>, chunk: usize) -> MetaIndex {
+    pub(crate) fn mapped(index: Arc<dyn Columns>, chunk: usize) -> MetaIndex {
         let items = index.chunk_items(chunk);
         let total_frames = if items.is_empty() {
             0
         } else {
-            index.frames(items.end - 1).end - index.frames(items.start).start
+            index.item_frames(items.end - 1).end - index.item_frames(items.start).start
         };
         MetaIndex {
             format: index.chunk_format(chunk),
@@ -155,7 +169,7 @@ impl MetaIndex {
             }
             Store::Mapped {
                 index: dir, items, ..
-            } => (index < items.len()).then(|| dir.id(items.start + index)),
+            } => (index < items.len()).then(|| dir.item_id(items.start + index)),
         }
     }
 
@@ -166,7 +180,7 @@ impl MetaIndex {
             Store::Mapped {
                 index: dir, items, ..
             } => (index < items.len()).then(|| {
-                let f = dir.frames(items.start + index);
+                let f = dir.item_frames(items.start + index);
                 f.end - f.start
             }),
         }
@@ -179,7 +193,8 @@ impl MetaIndex {
             Store::Mapped {
                 index: dir, items, ..
             } => {
-                return (index < items.len()).then(|| dir.span(items.start + index, self.format));
+                return (index < items.len())
+                    .then(|| dir.item_span(items.start + index, self.format));
             }
         };
         let [start, end] = *o.spans.get(index)?;

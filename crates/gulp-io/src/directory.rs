@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use gulp_format::{
-    ChunkFile, ChunkMeta, ChunkStamp, DirIndex, INDEX_FILE, ItemMeta, MetaFormat, MetaIndex,
-    TEMP_PREFIX, Value, parse_chunk_file_name, read_index,
+    ChunkFile, ChunkMeta, ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, ItemMeta, MetaFormat,
+    MetaIndex, TEMP_PREFIX, Value, parse_chunk_file_name, read_index,
 };
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
@@ -641,7 +641,8 @@ impl GulpDirectory {
         let Some(stamps) = &self.stamps else {
             return Ok(false);
         };
-        let Some(index) = crate::index_file::build(self, stamps)? else {
+        let Some(index) = crate::index_file::build(&self.dir, stamps, || self.index_bytes(stamps))?
+        else {
             return Ok(false);
         };
         for (c, entry) in self.chunks.iter_mut().enumerate() {
@@ -691,7 +692,31 @@ impl GulpDirectory {
             .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
             .collect();
         let stamps = crate::index_file::stamps(&pairs)?;
-        crate::index_file::index_bytes(self, &stamps)
+        self.index_bytes(&stamps)
+    }
+
+    /// The bytes of the index file of this directory, whose chunks' files
+    /// are `stamps` (every meta parsed whole, a few chunks at a time on all
+    /// cores), or `None` when it cannot have one.
+    fn index_bytes(&self, stamps: &[ChunkStamp]) -> Result<Option<Vec<u8>>> {
+        let mut writer = DirIndexWriter::new(crate::index_file::LABEL_KEY);
+        let chunks = &self.chunks;
+        // The parsed metas of one batch only are held.
+        let batch = 4 * std::thread::available_parallelism().map_or(1, usize::from);
+        for start in (0..chunks.len()).step_by(batch) {
+            let end = (start + batch).min(chunks.len());
+            let metas = on_all_cores(end - start, || (), |(), k| chunks[start + k].read_meta());
+            for (k, meta) in metas.into_iter().enumerate() {
+                let c = start + k;
+                if writer
+                    .push_chunk(stamps[c], &meta?, chunks[c].index())
+                    .is_err()
+                {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(writer.finish()))
     }
 
     /// The directory's `label2idx.json` ([`LabelIndex`]), `None` if it had
@@ -1019,7 +1044,7 @@ fn read_indices(
 
 /// `work(state, i)` for every `i` in `0..n`, on up to all cores, each thread
 /// with a `state` of its own; the results in the order of `i`.
-pub(crate) fn on_all_cores<S, T: Send>(
+fn on_all_cores<S, T: Send>(
     n: usize,
     state: impl Fn() -> S + Sync,
     work: impl Fn(&mut S, usize) -> T + Sync,

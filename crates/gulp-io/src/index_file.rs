@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use gulp_format::{ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, IndexBytes, TEMP_PREFIX};
+use gulp_format::{ChunkStamp, DirIndex, INDEX_FILE, IndexBytes, TEMP_PREFIX};
 
 use crate::error::{Error, Result};
 use crate::storage::Source;
@@ -141,24 +141,25 @@ pub fn state(dir: &Path, stamps: &[ChunkStamp]) -> IndexState {
     IndexState::Fresh(Arc::new(index))
 }
 
-/// Builds the index file of the opened directory `gd` (every meta parsed
-/// whole, on all cores) from its chunks' `stamps` and writes it atomically:
-/// under a lock on the directory, so that the ranks of a node that open it
-/// together build it once (the others wait, then map it). `Ok(None)` when
-/// the directory cannot have one (a frame record too long to pack): it is
-/// then read from its meta files, as without an index.
+/// Writes the index file of `dir`, whose chunks' files are `stamps`, with
+/// the bytes `make` builds (`None`: the directory cannot have one),
+/// atomically and under a lock on the directory, so that the ranks of a
+/// node that open it together build it once (the others wait, then map
+/// it). `Ok(None)` when it has none afterwards (`make` gave none, the
+/// directory is read-only, or its chunks changed meanwhile): it is then
+/// read from its meta files, as without an index.
 pub(crate) fn build(
-    gd: &crate::GulpDirectory,
+    dir: &Path,
     stamps: &[ChunkStamp],
+    make: impl FnOnce() -> Result<Option<Vec<u8>>>,
 ) -> Result<Option<Arc<DirIndex>>> {
-    let dir = gd.path();
     let lock = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
     lock.lock().map_err(|e| Error::io("locking", dir, e))?;
     // Another process may have written it while this one waited.
     if let IndexState::Fresh(index) = state(dir, stamps) {
         return Ok(Some(index));
     }
-    let Some(bytes) = index_bytes(gd, stamps)? else {
+    let Some(bytes) = make()? else {
         return Ok(None);
     };
     let tmp = dir.join(format!("{TEMP_PREFIX}{INDEX_FILE}.{}", std::process::id()));
@@ -184,34 +185,4 @@ pub(crate) fn build(
         // Changed again while it was written: read from the meta files.
         _ => Ok(None),
     }
-}
-
-/// The bytes of the index file of `gd`, or `None` when it cannot have one.
-pub(crate) fn index_bytes(
-    gd: &crate::GulpDirectory,
-    stamps: &[ChunkStamp],
-) -> Result<Option<Vec<u8>>> {
-    let mut writer = DirIndexWriter::new(LABEL_KEY);
-    let chunks = gd.chunks();
-    // A few chunks at a time parsed on all cores, then added in order: the
-    // parsed metas of a batch only are held.
-    let batch = 4 * std::thread::available_parallelism().map_or(1, usize::from);
-    for start in (0..chunks.len()).step_by(batch) {
-        let end = (start + batch).min(chunks.len());
-        let metas = crate::directory::on_all_cores(
-            end - start,
-            || (),
-            |(), k| chunks[start + k].read_meta(),
-        );
-        for (k, meta) in metas.into_iter().enumerate() {
-            let c = start + k;
-            if writer
-                .push_chunk(stamps[c], &meta?, chunks[c].index())
-                .is_err()
-            {
-                return Ok(None);
-            }
-        }
-    }
-    Ok(Some(writer.finish()))
 }
