@@ -33,7 +33,8 @@ cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh
 # Directories in a real S3-compatible server (Garage, built once when
-# missing: about 16 minutes on 2 cores).
+# missing: about 10 minutes on 2 idle cores, the difference between a
+# first and a later run of .ci/run in CONTRIBUTING.md, Slurm's installation included).
 scripts/s3-test.sh
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
