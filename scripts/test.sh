@@ -21,11 +21,17 @@ scripts/wheel-test.sh
 # Its types: mypy --strict over the package, stubtest against the wheel's
 # native module.
 scripts/typecheck.sh
-# The docs' examples: every Python example runs against the sample
-# directory (the README's first command makes it), every gulp command line
-# parses.
+# The docs' examples, on every page: every Python example runs against the
+# sample directory (scripts/sample.sh makes it), every gulp command line
+# parses, and the README's quick start runs as written on a folder of
+# videos it makes.
 scripts/sample.sh >/dev/null
 "$root/.venv/bin/python" scripts/check-docs.py sample/gulp
+# The documentation site (MkDocs Material, the Python API from the
+# docstrings), in its own venv: a broken link or reference fails (--strict).
+# A few seconds once .venv-docs exists. docs/reference/cli.md is checked
+# against the clap definitions by gulp-cli's cli_reference test (below).
+NO_MKDOCS_2_WARNING=1 "$(scripts/docs-env.sh)" -m mkdocs build --strict --quiet --site-dir "$root/site"
 # `gulp serve` in headless Chromium over the sample (chromium, its driver
 # and selenium installed when missing); writes docs/img/serve-*.png.
 scripts/serve-test.sh
