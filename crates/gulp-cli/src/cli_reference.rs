@@ -23,7 +23,14 @@ fn generate() -> String {
     let body = clap_markdown::help_markdown_command_custom(&Cli::command(), &options);
     format!(
         "<!-- Generated from crates/gulp-cli/src/cli.rs by `GULP_UPDATE_DOCS=1 cargo test -p gulp-cli cli_reference`; do not edit. -->\n\n{}\n",
-        body.trim_end()
+        body.trim_end().replacen(
+            "This document contains the help content for the `gulp` command-line program.",
+            "For users looking up a command or a flag: every `gulp` command with its arguments, \
+             as `gulp COMMAND --help` prints them (this page is generated from them). Exit \
+             status: 0 success, 1 problems found (`check`, `lint`) or chunks missing \
+             (`status`), 2 an error.",
+            1,
+        )
     )
 }
 
