@@ -18,8 +18,8 @@
 - the README's quick start (the ```sh and ```python blocks under "## Quick
   start") runs as written, in a temporary directory where a folder
   `videos/<class>/<video>.mp4` of short clips has been made with ffmpeg;
-  where torch is missing, the lines that use torch are left out (and said
-  so).
+  where torch is missing, the lines that use torch, or a name assigned from
+  torch, are left out (and said so).
 
     python scripts/check-docs.py SAMPLE_DIR [GULP]
 
@@ -117,6 +117,17 @@ def quick_start(readme):
     return found["sh"], found["python"]
 
 
+def without_torch(lines):
+    """The lines that neither use torch nor a name a torch line assigned
+    (`model = torch...`, then `optimizer = ...(model...)`, ...)."""
+    tainted = {"torch"}
+    for line in lines:
+        if any(re.search(rf"\b{re.escape(name)}\b", line) for name in tainted):
+            tainted.update(re.findall(r"^\s*(\w+)\s*=", line))
+            continue
+        yield line
+
+
 def run_quick_start(readme, gulp_cmd):
     """Runs the quick start in a fresh directory with a folder of videos;
     returns what was left out, or raises with the failing line."""
@@ -142,7 +153,7 @@ def run_quick_start(readme, gulp_cmd):
         __import__("torch")
     except ImportError:
         lines = py.splitlines(keepends=True)
-        py = "".join(line for line in lines if "torch" not in line)
+        py = "".join(without_torch(lines))
         left_out = f"{len(lines) - len(py.splitlines())} torch lines left out (torch is not installed)"
     cwd = os.getcwd()
     os.chdir(work)
