@@ -28,8 +28,8 @@ scripts/typecheck.sh
 scripts/sample.sh >/dev/null
 "$root/.venv/bin/python" scripts/check-docs.py sample/gulp
 # The documentation site (MkDocs Material, the Python API from the
-# (Not --quiet: it hides the warnings that --strict turns into a failure.)
-# docstrings), in its own venv: a broken link or reference fails (--strict).
+# docstrings), in its own venv: a broken link or reference fails (--strict;
+# not --quiet, which hides the warnings --strict turns into a failure).
 # A few seconds once .venv-docs exists. docs/reference/cli.md is checked
 # against the clap definitions by gulp-cli's cli_reference test (below).
 NO_MKDOCS_2_WARNING=1 "$(scripts/docs-env.sh)" -m mkdocs build --strict --site-dir "$root/site"
