@@ -15,6 +15,8 @@
   gulp command expands it), runs `gulp recover` on a bucket, or runs
   `target/release/gulp` in a block that does not build it first (the test
   and sample commands give `.venv/bin/gulp`);
+- every relative link of README.md and CONTRIBUTING.md (outside the site,
+  which `mkdocs build --strict` checks) names a file that exists;
 - the README's quick start (the ```sh and ```python blocks under "## Quick
   start") runs as written, in a temporary directory where a folder
   `videos/<class>/<video>.mp4` of short clips has been made with ffmpeg;
@@ -255,6 +257,13 @@ def main():
                         gulp_cmd, sub, flags, help_cache)
                     if problem:
                         failures.append(f"{rel}:{line + offset}: {problem}")
+    # README.md and CONTRIBUTING.md are outside the site, so `mkdocs build
+    # --strict` does not see their links: every relative one must exist.
+    for path in files[:2]:
+        text = open(path, encoding="utf-8").read()
+        for target in re.findall(r"\]\(([^)#\s]+)", text):
+            if "://" not in target and not os.path.exists(os.path.join(ROOT, target)):
+                failures.append(f"{os.path.relpath(path, ROOT)}: a link to {target}, which does not exist")
     try:
         left_out = run_quick_start(readme, gulp_cmd)
         print("check-docs: README.md's quick start ran as written"
