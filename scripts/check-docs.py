@@ -17,6 +17,9 @@
   and sample commands give `.venv/bin/gulp`);
 - every relative link of README.md and CONTRIBUTING.md (outside the site,
   which `mkdocs build --strict` checks) names a file that exists;
+- docs/guide.md runs from top to bottom as written, in a temporary
+  directory: its shell blocks (but `pip install`, `gulp serve` and
+  `torchrun`) and its Python blocks (those of gulp.torch where torch is);
 - the README's quick start (the ```sh and ```python blocks under "## Quick
   start") runs as written, in a temporary directory where a folder
   `videos/<class>/<video>.mp4` of short clips has been made with ffmpeg;
@@ -130,6 +133,50 @@ def without_torch(lines):
         yield line
 
 
+# Lines of the guide's shell blocks that a check does not run: installing,
+# a server that runs until stopped, and training (torchrun needs torch; the
+# script is checked by scripts/ddp-check.sh).
+GUIDE_SKIP = re.compile(r"^\s*(pip install|gulp serve|torchrun)\b")
+
+
+def run_guide(guide, gulp_cmd):
+    """Runs docs/guide.md from top to bottom in a fresh directory: each
+    ```sh block as one bash script (but the lines of GUIDE_SKIP), each
+    ```python block in one namespace (those that use gulp.torch only where
+    torch is installed). Returns what was left out; raises with the block
+    that failed."""
+    work = tempfile.mkdtemp(prefix="gulp-guide.")
+    env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(gulp_cmd)) + os.pathsep + os.environ["PATH"])
+    namespace = {"__name__": "__docs__"}
+    skipped, cwd = [], os.getcwd()
+    try:
+        for lang, line, code in blocks(guide):
+            where = f"docs/guide.md:{line}"
+            if lang in ("sh", "bash"):
+                kept = [c for c in code.splitlines() if not GUIDE_SKIP.match(c)]
+                skipped += [f"{where}+{i}" for i, c in enumerate(code.splitlines()) if GUIDE_SKIP.match(c)]
+                done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(kept)], cwd=work,
+                                      env=env, capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{where}: the block exited {done.returncode}:\n{done.stdout}{done.stderr}")
+            elif lang == "python":
+                code = with_snippets(code)
+                if "gulp.torch" in code:
+                    try:
+                        __import__("torch")
+                    except ImportError:
+                        skipped.append(f"{where} (torch is not installed)")
+                        continue
+                os.chdir(work)
+                try:
+                    exec(compile("import gulp\n" + code, where, "exec"), namespace)
+                finally:
+                    os.chdir(cwd)
+    finally:
+        shutil.rmtree(work)
+    return skipped
+
+
 def run_quick_start(readme, gulp_cmd):
     """Runs the quick start in a fresh directory with a folder of videos;
     returns what was left out, or raises with the failing line."""
@@ -226,13 +273,14 @@ def main():
     files = [readme, os.path.join(ROOT, "CONTRIBUTING.md")] + sorted(
         glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
     quick = {line for (line, _) in quick_start(readme)}
+    guide = os.path.join(ROOT, "docs", "guide.md")
     failures, counts, help_cache = [], {"ran": 0, "skipped": 0, "commands": 0}, {}
     cwd = os.getcwd()
     for path in files:
         rel = os.path.relpath(path, ROOT)
         for lang, line, text in blocks(path):
             where = f"{rel}:{line}"
-            if path == readme and line in quick:
+            if (path == readme and line in quick) or (path == guide and lang == "python"):
                 continue  # run below, as written, on its own folder of videos
             if lang == "python":
                 os.chdir(sample)  # anything an example writes goes beside the sample
@@ -264,6 +312,11 @@ def main():
         for target in re.findall(r"\]\(([^)#\s]+)", text):
             if "://" not in target and not os.path.exists(os.path.join(ROOT, target)):
                 failures.append(f"{os.path.relpath(path, ROOT)}: a link to {target}, which does not exist")
+    try:
+        skipped = run_guide(guide, gulp_cmd)
+        print(f"check-docs: docs/guide.md ran as written (left out: {', '.join(skipped) or 'nothing'})")
+    except Exception:
+        failures.append(f"docs/guide.md: the walk-through fails:\n{traceback.format_exc()}")
     try:
         left_out = run_quick_start(readme, gulp_cmd)
         print("check-docs: README.md's quick start ran as written"

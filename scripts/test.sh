@@ -23,8 +23,8 @@ scripts/wheel-test.sh
 scripts/typecheck.sh
 # The docs' examples, on every page: every Python example runs against the
 # sample directory (scripts/sample.sh makes it), every gulp command line
-# parses, and the README's quick start runs as written on a folder of
-# videos it makes.
+# parses, and the README's quick start and docs/guide.md run as written
+# (about 30 s in all).
 scripts/sample.sh >/dev/null
 "$root/.venv/bin/python" scripts/check-docs.py sample/gulp
 # The documentation site (MkDocs Material, the Python API from the
