@@ -19,7 +19,8 @@
   which `mkdocs build --strict` checks) names a file that exists;
 - docs/guide.md runs from top to bottom as written, in a temporary
   directory: its shell blocks (but `pip install`, `gulp serve` and
-  `torchrun`) and its Python blocks (those of gulp.torch where torch is);
+  `torchrun` lines, and blocks for a Slurm cluster) and its Python blocks
+  (those of gulp.torch where torch is);
 - the README's quick start (the ```sh and ```python blocks under "## Quick
   start") runs as written, in a temporary directory where a folder
   `videos/<class>/<video>.mp4` of short clips has been made with ffmpeg;
@@ -152,7 +153,9 @@ def run_guide(guide, gulp_cmd):
     try:
         for lang, line, code in blocks(guide):
             where = f"docs/guide.md:{line}"
-            if lang in ("sh", "bash"):
+            if lang in ("sh", "bash") and re.search(r"\bsrun\b|\$SLURM_|\$\{SLURM_", code):
+                skipped.append(f"{where} (a Slurm cluster's)")
+            elif lang in ("sh", "bash"):
                 kept = [c for c in code.splitlines() if not GUIDE_SKIP.match(c)]
                 skipped += [f"{where}+{i}" for i, c in enumerate(code.splitlines()) if GUIDE_SKIP.match(c)]
                 done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(kept)], cwd=work,
