@@ -185,35 +185,35 @@ def run_quick_start(readme, gulp_cmd):
     returns what was left out, or raises with the failing line."""
     (sh_line, sh), (py_line, py) = quick_start(readme)
     work = tempfile.mkdtemp(prefix="gulp-quick-start.")
-    for c, source in enumerate(("testsrc2", "mandelbrot", "smptebars")):
-        os.makedirs(os.path.join(work, "videos", f"class{c}"))
-        for i in range(4):
-            subprocess.run(
-                ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
-                 f"{source}=size=160x120:rate=25,hue=h={i * 40}", "-t", "2", "-pix_fmt", "yuv420p",
-                 os.path.join(work, "videos", f"class{c}", f"v{i}.mp4")], check=True)
-    env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(gulp_cmd)) + os.pathsep + os.environ["PATH"])
-    for offset, command in enumerate(sh.splitlines()):
-        if not command.strip() or command.lstrip().startswith("#"):
-            continue
-        done = subprocess.run(command, shell=True, cwd=work, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"README.md:{sh_line + offset}: `{command}` exited {done.returncode}:\n"
-                               f"{done.stdout}{done.stderr}")
-    left_out = ""
-    try:
-        __import__("torch")
-    except ImportError:
-        lines = py.splitlines(keepends=True)
-        py = "".join(without_torch(lines))
-        left_out = f"{len(lines) - len(py.splitlines())} torch lines left out (torch is not installed)"
     cwd = os.getcwd()
-    os.chdir(work)
     try:
+        for c, source in enumerate(("testsrc2", "mandelbrot", "smptebars")):
+            os.makedirs(os.path.join(work, "videos", f"class{c}"))
+            for i in range(4):
+                subprocess.run(
+                    ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
+                     f"{source}=size=160x120:rate=25,hue=h={i * 40}", "-t", "2", "-pix_fmt",
+                     "yuv420p", os.path.join(work, "videos", f"class{c}", f"v{i}.mp4")], check=True)
+        env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(gulp_cmd)) + os.pathsep + os.environ["PATH"])
+        for offset, command in enumerate(sh.splitlines()):
+            if not command.strip() or command.lstrip().startswith("#"):
+                continue
+            done = subprocess.run(command, shell=True, cwd=work, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"README.md:{sh_line + offset}: `{command}` exited {done.returncode}:\n"
+                                   f"{done.stdout}{done.stderr}")
+        left_out = ""
+        try:
+            __import__("torch")
+        except ImportError:
+            lines = py.splitlines(keepends=True)
+            py = "".join(without_torch(lines))
+            left_out = f"{len(lines) - len(py.splitlines())} torch lines left out (torch is not installed)"
+        os.chdir(work)
         exec(compile(py, f"README.md:{py_line} (quick start)", "exec"), {"__name__": "__docs__"})
     finally:
         os.chdir(cwd)
-    shutil.rmtree(work)
+        shutil.rmtree(work)
     return left_out
 
 
