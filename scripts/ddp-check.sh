@@ -17,7 +17,8 @@
 # From the logged (epoch, position, id) of every clip trained on, it checks
 # that each run served every position of the epoch exactly once (the padding
 # of the last step aside), and that a position held the same item whatever
-# the world size. Exits non-zero otherwise.
+# the world size; then an exact distributed evaluation on 4 ranks (30 clips
+# padded to 32) must count each clip once. Exits non-zero otherwise.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -53,6 +54,7 @@ start=$SECONDS
 run stop 2 --epochs 1 --stop-after 3 --checkpoint "$work/ckpt.pt"
 run resume-on-2 2 --epochs 1 --resume "$work/ckpt.pt"
 run resume-on-1 1 --epochs 1 --resume "$work/ckpt.pt"
+run eval-on-4 4 --epochs 0 --eval "$work/gulp"
 log "three runs in $((SECONDS - start)) s"
 
 log "srun's variables set by hand, no torch.distributed: 2 processes, no rank= given"
@@ -113,6 +115,14 @@ def once(phases, what):
     ranks = sorted({e["rank"] for e in served})
     print(f"ddp-check.sh: {what}: positions 0..{n - 1} each served once over ranks {ranks} "
           f"({sum(e['padding'] for e in served)} padding)")
+
+evaluated = [json.loads(line) for f in sorted(glob.glob(f"{work}/eval-on-4.log.eval.rank*"))
+             for line in open(f)]
+counted = sorted(e["id"] for e in evaluated if not e["padding"])
+assert len(counted) == n and len(set(counted)) == n, counted
+assert sum(e["padding"] for e in evaluated) == 2, evaluated
+print(f"ddp-check.sh: exact evaluation on 4 ranks: each of the {n} clips counted once "
+      f"(2 padding clips left out)")
 
 once(["slurm"], "Slurm's variables by hand, no rank= given")
 once(["lightning-stop", "lightning-resume"],

@@ -6,10 +6,15 @@ each clip it trains on as a JSON line `{"epoch", "position", "id", "rank",
 "world_size", "phase"}`. With `--stop-after K` the run saves a checkpoint
 (model, optimizer, the loader's state of rank 0, the global step) after K
 steps and exits mid-epoch; with `--resume CKPT` it loads one and goes on,
-on whatever number of ranks torchrun gives it.
+on whatever number of ranks torchrun gives it. With `--eval DIR` a run that
+was not stopped ends with an exact distributed evaluation on DIR: every
+clip counted once over all ranks (the padding of the ranks' shares left
+out), each rank logging the ids it served to `LOG.eval.rank<r>`.
 
     torchrun --standalone --nproc_per_node 2 scripts/ddp_train.py DIR LOG \
         --epochs 1 --stop-after 3 --checkpoint ckpt.pt
+    torchrun --standalone --nproc_per_node 2 scripts/ddp_train.py DIR LOG \
+        --epochs 1 --resume ckpt.pt --eval VAL_DIR
 """
 
 import argparse
@@ -38,6 +43,30 @@ class TinyVideoNet(nn.Module):
         return self.head(x)
 
 
+@torch.no_grad()
+def evaluate(model, path, log_path):
+    """Accuracy on `path` over all ranks, each clip counted once: with
+    drop_last=False the ranks' shares are padded with repeated clips, which
+    `batch.padding` marks and the sums leave out. Returns (accuracy, clips)."""
+    model.eval()
+    loader = gulp.ClipLoader(path, frames=4, sampling="segments", resize=64, size=56,
+                             crop="center", flip=False, batch_size=4, shuffle=False,
+                             drop_last=False, threads=1, label_key="idx")
+    totals = torch.zeros(2, dtype=torch.int64)  # [correct, counted]
+    with open(log_path, "w") as log:
+        for batch in loader:
+            frames, target = gulp.torch.to_tensors(batch)
+            keep = ~torch.from_numpy(batch.padding)
+            predicted = model(frames).argmax(1)
+            totals += torch.stack([(predicted[keep] == target[keep]).sum(), keep.sum()])
+            for id_, pad in zip(batch.ids, batch.padding.tolist()):
+                log.write(json.dumps({"id": id_, "padding": pad}) + "\n")
+    dist.all_reduce(totals)
+    model.train()
+    correct, counted = totals.tolist()
+    return correct / max(counted, 1), counted
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
@@ -47,6 +76,7 @@ def main():
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--resume", default=None)
     parser.add_argument("--phase", default="run")
+    parser.add_argument("--eval", default=None, help="a gulp directory to evaluate on at the end")
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -62,7 +92,7 @@ def main():
     assert (data.loader.rank, data.loader.world_size) == (rank, world), data.loader
     model = nn.parallel.DistributedDataParallel(TinyVideoNet(max(classes, 2)))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    step, first_epoch = 0, 0
+    step, first_epoch, loss = 0, 0, None
     if args.resume:
         ckpt = torch.load(args.resume, weights_only=False)
         model.module.load_state_dict(ckpt["model"])
@@ -100,7 +130,12 @@ def main():
                 break
         batches.close()  # stops the loader's decoding threads
     what = "stopped, checkpoint saved," if stopped else "finished"
-    print(f"rank {rank}/{world}: {what} at step {step} (loss {loss.item():.3f})", flush=True)
+    last = "none" if loss is None else f"{loss.item():.3f}"
+    print(f"rank {rank}/{world}: {what} at step {step} (loss {last})", flush=True)
+    if args.eval and not stopped:
+        accuracy, counted = evaluate(model.module, args.eval, f"{args.log}.eval.rank{rank}")
+        if rank == 0:
+            print(f"eval on {args.eval}: accuracy {accuracy:.3f} over {counted} clips", flush=True)
     log.close()
     dist.barrier()
     del model  # DDP's reducer before its process group

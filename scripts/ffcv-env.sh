@@ -25,8 +25,8 @@
 # torch: FFCV's loader imports it. When <repo>/.venv-torch (scripts/torch-env.sh)
 # already has torch, this venv reuses it through a .pth file that appends
 # .venv-torch's site-packages to sys.path (after this venv's own packages,
-# which take precedence; .venv-torch itself is not modified), which saves the
-# 5.5 GB of a second CUDA build. Otherwise torch is installed here the way
+# which take precedence; .venv-torch itself is not modified), which saves a
+# second CUDA build (5.3 GB installed, as scripts/torch-env.sh says). Otherwise torch is installed here the way
 # scripts/torch-env.sh does it: the CPU-only index if it answers, else
 # PyPI's default wheel (with its CUDA libraries, ~2.8 GB).
 # Environment: PYTHON (default python3.11), TORCH_CPU_INDEX (as in torch-env.sh).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real S3-compatible server on loopback for the tests: Garage, built from
-# crates.io once (about 16 minutes on 2 cores) into $GULP_TOOLS (default
+# crates.io once (about 10 minutes on 2 idle cores) into $GULP_TOOLS (default
 # ~/.cache/gulp-tools) and reused by every clone.
 #
 #   scripts/garage.sh install        # build it if missing; prints the binary's path
@@ -13,7 +13,7 @@ log() { echo "garage.sh: $*" >&2; }
 
 install() {
     if [ ! -x "$garage" ]; then
-        log "building Garage from crates.io into $tools/garage (about 16 minutes on 2 cores, once)"
+        log "building Garage from crates.io into $tools/garage (about 10 minutes on 2 idle cores, once)"
         cargo install garage --locked --no-default-features --features bundled-libs,sqlite \
             --root "$tools/garage" -q >&2
     fi

@@ -21,11 +21,18 @@ scripts/wheel-test.sh
 # Its types: mypy --strict over the package, stubtest against the wheel's
 # native module.
 scripts/typecheck.sh
-# The docs' examples: every Python example runs against the sample
-# directory (the README's first command makes it), every gulp command line
-# parses.
+# The docs' examples, on every page: every Python example runs against the
+# sample directory (scripts/sample.sh makes it), every gulp command line
+# parses, and the README's quick start and docs/guide.md run as written
+# (about 30 s in all).
 scripts/sample.sh >/dev/null
 "$root/.venv/bin/python" scripts/check-docs.py sample/gulp
+# The documentation site (MkDocs Material, the Python API from the
+# docstrings), in its own venv: a broken link or reference fails (--strict;
+# not --quiet, which hides the warnings --strict turns into a failure).
+# A few seconds once .venv-docs exists. docs/reference/cli.md is checked
+# against the clap definitions by gulp-cli's cli_reference test (below).
+NO_MKDOCS_2_WARNING=1 "$(scripts/docs-env.sh)" -m mkdocs build --strict --site-dir "$root/site"
 # `gulp serve` in headless Chromium over the sample (chromium, its driver
 # and selenium installed when missing); writes docs/img/serve-*.png.
 scripts/serve-test.sh
@@ -33,7 +40,8 @@ cargo test --workspace --doc
 # Sharded ingest on a real single-node Slurm (installed when missing).
 scripts/slurm-test.sh
 # Directories in a real S3-compatible server (Garage, built once when
-# missing: about 16 minutes on 2 cores).
+# missing: about 10 minutes on 2 idle cores, the difference between a
+# first and a later run of .ci/run in CONTRIBUTING.md, Slurm's installation included).
 scripts/s3-test.sh
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).

@@ -12,8 +12,9 @@ use gulp_loader::{CropMode, LoaderOptions, Sampling, Shuffle};
 /// A gulp directory holds chunk pairs `data_N.gulp` (JPEG records) and
 /// `meta_N.gmeta` (GulpIO's JSON meta or gulp's msgpack meta).
 ///
-/// Exit status: 0 on success, 1 when `gulp check` finds problems, 2 on an
-/// error (bad arguments, unreadable input).
+/// Exit status: 0 on success, 1 when `gulp check` or `gulp lint` finds
+/// problems or `gulp status` finds chunks missing, 2 on an error (bad
+/// arguments, unreadable input).
 #[derive(Debug, Parser)]
 #[command(name = "gulp", version, propagate_version = true)]
 pub struct Cli {

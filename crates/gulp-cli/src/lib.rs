@@ -4,12 +4,15 @@
 //!
 //! The binary and the Python package's `gulp` console script both call
 //! [`run`], which parses the command line, runs one subcommand and turns its outcome
-//! into an exit status: 0 success, 1 problems found (`gulp check`), 2 an
+//! into an exit status: 0 success, 1 problems found (`gulp check`, `gulp
+//! lint`; chunks missing for `gulp status`), 2 an
 //! error, printed as `gulp: error: ...` with its causes. A closed stdout (as
 //! in `gulp dump-meta DIR | head`) ends the program quietly with status 0.
 #![forbid(unsafe_code)]
 
 mod cli;
+#[cfg(test)]
+mod cli_reference;
 mod cmd;
 
 use std::ffi::OsString;

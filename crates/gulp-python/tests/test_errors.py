@@ -160,6 +160,30 @@ def test_bad_frames_are_refused_and_nothing_is_written(tmp_path, sample_items):
     assert after == before
 
 
+@pytest.mark.parametrize("name", [
+    "data_01.gulp", "data_.gulp", "data_-1.gulp", "data_+1.gulp", "data_1.gulp.bak",
+    "data_1.gulp\n", ".gulp-tmp.data_1.gulp", "data_99999999999999999999999.gulp",
+    "data_\uff11.gulp", "database.gulp",
+])
+def test_chunk_names_a_reader_ignores_are_refused(tmp_path, name):
+    # The same names as gulp-format's layout.rs rejects: a GulpChunk of
+    # `data_01.gulp` would be a chunk no GulpDirectory lists.
+    d = str(tmp_path)
+    with pytest.raises(gulp.InvalidInputError, match="chunk files are named data_N.gulp"):
+        gulp.GulpChunk(os.path.join(d, name), os.path.join(d, "meta_1.gmeta"))
+    if name.startswith("data_") and name.endswith(".gulp"):
+        meta = "meta_" + name[len("data_"):-len(".gulp")] + ".gmeta"
+        with pytest.raises(gulp.InvalidInputError, match="chunk files are named meta_N.gmeta"):
+            gulp.GulpChunk(os.path.join(d, "data_1.gulp"), os.path.join(d, meta))
+
+
+def test_canonical_chunk_names_are_accepted(tmp_path):
+    d = str(tmp_path)
+    for n in (0, 7, 10, 2**64 - 1):
+        chunk = gulp.GulpChunk(os.path.join(d, f"data_{n}.gulp"), os.path.join(d, f"meta_{n}.gmeta"))
+        assert chunk.data_file_path.endswith(f"data_{n}.gulp")
+
+
 def test_meta_that_json_cannot_store_is_refused(tmp_path, sample_items):
     d = str(tmp_path / "d")
     os.makedirs(d)

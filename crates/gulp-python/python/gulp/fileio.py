@@ -92,8 +92,13 @@ class MsgpackSerializer(AbstractSerializer):
 msgpack_serializer = MsgpackSerializer()
 
 
-_DATA_RE = re.compile(r"^data_(\d+)\.gulp$")
-_META_RE = re.compile(r"^meta_(\d+)\.gmeta$")
+# The names a writer produces, as gulp-format's `parse_chunk_file_name`
+# accepts them: an ASCII decimal number without sign or leading zeros (`0`
+# itself is fine) that fits in 64 bits. `\Z`, not `$`, so that a trailing
+# newline is not accepted either.
+_DATA_RE = re.compile(r"data_(0|[1-9][0-9]*)\.gulp\Z", re.ASCII)
+_META_RE = re.compile(r"meta_(0|[1-9][0-9]*)\.gmeta\Z", re.ASCII)
+_MAX_CHUNK = 2**64 - 1
 
 
 def _chunk_location(path: _Path, meta: bool = False) -> tuple[str, int]:
@@ -101,7 +106,7 @@ def _chunk_location(path: _Path, meta: bool = False) -> tuple[str, int]:
     path = os.fspath(path)
     directory, name = os.path.split(path)
     match = (_META_RE if meta else _DATA_RE).match(name)
-    if match is None:
+    if match is None or int(match.group(1)) > _MAX_CHUNK:
         kind = "meta_N.gmeta" if meta else "data_N.gulp"
         raise InvalidInputError(f"{path}: chunk files are named {kind}")
     return directory or ".", int(match.group(1))
