@@ -35,32 +35,22 @@ static OPEN: OnceLock<DirectoryOptions> = OnceLock::new();
 /// (`--cache-dir`, `--cache-limit`, `--cache-fetch`, `--no-cache`) and the
 /// environment.
 pub fn set_cache(args: &CacheArgs) -> Result<()> {
-    let options = GulpDirectory::options();
-    let options = if args.no_cache {
-        options.cache(None)
-    } else {
-        let fetch = match args.cache_fetch {
-            Some(fetch) => fetch,
-            None => CacheOptions::fetch_from_env()?,
-        };
-        match (&args.cache_dir, args.cache_limit) {
-            (Some(dir), limit) => options.cache(Some(
-                CacheOptions::new(dir).with_limit(limit).with_fetch(fetch),
-            )),
-            (None, limit) if limit.is_some() || args.cache_fetch.is_some() => {
-                match CacheOptions::from_env()? {
-                    Some(env) => {
-                        let limit = limit.or(env.limit);
-                        options.cache(Some(env.with_limit(limit).with_fetch(fetch)))
-                    }
-                    None => anyhow::bail!(
-                        "--cache-limit and --cache-fetch need --cache-dir (or GULP_CACHE_DIR)"
-                    ),
-                }
-            }
-            (None, _) => options,
+    let needs_dir = !args.no_cache
+        && args.cache_dir.is_none()
+        && (args.cache_limit.is_some() || args.cache_fetch.is_some());
+    let choice = CacheOptions::resolve(
+        args.no_cache,
+        args.cache_dir.clone(),
+        args.cache_limit,
+        args.cache_fetch,
+    )
+    .map_err(|e| match needs_dir {
+        true => {
+            anyhow::anyhow!("--cache-limit and --cache-fetch need --cache-dir (or GULP_CACHE_DIR)")
         }
-    };
+        false => anyhow::Error::from(e),
+    })?;
+    let options = GulpDirectory::options().cache_choice(choice);
     let _ = OPEN.set(options);
     Ok(())
 }

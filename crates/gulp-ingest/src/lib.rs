@@ -47,4 +47,4 @@ pub use crate::error::{Error, ItemError, Result, Skipped};
 pub use crate::frames::{FrameOptions, Subsampling};
 pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};
 pub use crate::request::{AdapterKind, AdapterOptions, IngestRequest};
-pub use crate::shard::{PLAN_FILE, Plan, Shard, finished_tasks};
+pub use crate::shard::{PLAN_FILE, Plan, Shard, finished_tasks, is_bookkeeping};

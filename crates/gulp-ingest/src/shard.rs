@@ -29,7 +29,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use gulp_format::{JsonSerializer, Map, TEMP_PREFIX, Value};
+use gulp_format::{JsonSerializer, Map, Value};
 
 use crate::error::{Error, Result};
 
@@ -145,8 +145,23 @@ impl Shard {
     }
 
     fn name(&self, what: &str) -> String {
-        format!("{TEMP_PREFIX}shard-{}-of-{}.{what}", self.index, self.count)
+        format!("{SHARD_PREFIX}{}-of-{}.{what}", self.index, self.count)
     }
+
+    /// The name of this task's lock file (held while it runs).
+    pub fn lock_file_name(&self) -> String {
+        self.name("lock")
+    }
+}
+
+/// The start of every shard file's name (lock, done, a plan being written).
+const SHARD_PREFIX: &str = ".gulp-tmp.shard-";
+
+/// Whether `name` is the name of a sharded run's bookkeeping that a merge
+/// removes once the run's chunks are in place: its plan or a task's
+/// done file.
+pub fn is_bookkeeping(name: &str) -> bool {
+    name == PLAN_FILE || (name.starts_with(SHARD_PREFIX) && name.ends_with(".done"))
 }
 
 impl std::fmt::Display for Shard {
@@ -459,6 +474,16 @@ pub fn finished_tasks(dir: &Path, count: usize) -> Result<Vec<bool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shard_file_is_a_temporary_name_readers_ignore() {
+        let shard = Shard::new(2, 5).expect("shard");
+        for name in [PLAN_FILE, &shard.lock_file_name(), &shard.name("done")] {
+            assert!(name.starts_with(gulp_format::TEMP_PREFIX), "{name}");
+        }
+        assert!(is_bookkeeping(PLAN_FILE) && is_bookkeeping(&shard.name("done")));
+        assert!(!is_bookkeeping(&shard.lock_file_name()));
+    }
 
     #[test]
     fn parses_and_reads_the_environment() {

@@ -107,6 +107,18 @@ impl std::fmt::Display for CacheFetch {
     }
 }
 
+/// The node cache a front end asked for ([`CacheOptions::resolve`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CacheChoice {
+    /// `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT`, if set.
+    #[default]
+    FromEnv,
+    /// No cache.
+    Off,
+    /// This one.
+    On(CacheOptions),
+}
+
 /// Where remote directories are cached on this node, how much it may hold
 /// and what it fetches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +135,49 @@ pub struct CacheOptions {
 }
 
 impl CacheOptions {
+    /// The node cache of a front end's options, in one rule for the command
+    /// line and Python: `off` is no cache; a directory is that cache (with
+    /// the limit given, and the fetch policy given or `GULP_CACHE_FETCH`'s);
+    /// a limit or a policy alone applies to `GULP_CACHE_DIR`'s cache (an
+    /// error without one); nothing given leaves it to the environment.
+    pub fn resolve(
+        off: bool,
+        dir: Option<PathBuf>,
+        limit: Option<u64>,
+        fetch: Option<CacheFetch>,
+    ) -> Result<CacheChoice> {
+        if off {
+            return Ok(CacheChoice::Off);
+        }
+        let fetch_or_env = || match fetch {
+            Some(fetch) => Ok(fetch),
+            None => CacheOptions::fetch_from_env(),
+        };
+        match dir {
+            Some(dir) => Ok(CacheChoice::On(
+                CacheOptions::new(dir)
+                    .with_limit(limit)
+                    .with_fetch(fetch_or_env()?),
+            )),
+            None if limit.is_none() && fetch.is_none() => Ok(CacheChoice::FromEnv),
+            None => match CacheOptions::from_env()? {
+                Some(env) => {
+                    let limit = limit.or(env.limit);
+                    Ok(CacheChoice::On(
+                        env.with_limit(limit).with_fetch(fetch_or_env()?),
+                    ))
+                }
+                None => Err(ErrorKind::Invalid {
+                    path: PathBuf::from("GULP_CACHE_DIR"),
+                    reason: "a cache limit or fetch policy needs a cache directory (or \
+                             GULP_CACHE_DIR)"
+                        .into(),
+                }
+                .into()),
+            },
+        }
+    }
+
     /// A cache in `dir` without a limit.
     pub fn new(dir: impl Into<PathBuf>) -> CacheOptions {
         CacheOptions {

@@ -15,7 +15,7 @@ use gulp_format::{
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::cache::{Cache, CacheFetch, CacheOptions, RangeStore};
+use crate::cache::{Cache, CacheChoice, CacheFetch, CacheOptions, RangeStore};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index_file::{IndexPolicy, IndexState};
 use crate::labels::{LABEL_FILE, LabelIndex};
@@ -418,17 +418,6 @@ pub struct DirectoryOptions {
     index: Option<IndexPolicy>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-enum CacheChoice {
-    /// `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT`, if set.
-    #[default]
-    FromEnv,
-    /// No cache.
-    Off,
-    /// This one.
-    On(CacheOptions),
-}
-
 impl DirectoryOptions {
     /// How data files are read (memory maps by default).
     pub fn read_mode(mut self, mode: ReadMode) -> DirectoryOptions {
@@ -449,6 +438,12 @@ impl DirectoryOptions {
     /// call, as `GULP_INDEX` says (`auto` when unset).
     pub fn index(mut self, policy: IndexPolicy) -> DirectoryOptions {
         self.index = Some(policy);
+        self
+    }
+
+    /// The node cache as [`CacheOptions::resolve`] decided it.
+    pub fn cache_choice(mut self, choice: CacheChoice) -> DirectoryOptions {
+        self.cache = choice;
         self
     }
 

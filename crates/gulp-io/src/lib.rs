@@ -57,7 +57,8 @@ mod turbo;
 mod writer;
 
 pub use crate::cache::{
-    CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheFetch, CacheOptions, parse_size,
+    CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheChoice, CacheFetch, CacheOptions,
+    parse_size,
 };
 pub use crate::choice::{Choice, UnknownChoice, quoted};
 pub use crate::decode::{

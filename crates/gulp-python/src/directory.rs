@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use gulp_format::{FrameInfo, ItemMeta};
 use gulp_io::{
-    CacheFetch, CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions, GulpDirectory,
-    Image, ReadMode, Scale, Shape,
+    CacheChoice, CacheFetch, CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions,
+    GulpDirectory, Image, ReadMode, Scale, Shape,
 };
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
@@ -282,26 +282,20 @@ impl Directory {
     }
 }
 
-/// The node cache `cache_dir`, `cache_limit` and `cache_fetch` ask for:
-/// `None` leaves it to `GULP_CACHE_DIR` / `GULP_CACHE_LIMIT` /
-/// `GULP_CACHE_FETCH`, `Some(None)` is no cache (`cache_dir=False`).
+/// The node cache `cache_dir`, `cache_limit` and `cache_fetch` ask for
+/// ([`CacheOptions::resolve`]): `cache_dir=False` is no cache, `None` the
+/// environment's.
 pub(crate) fn cache_options(
     dir: Option<&Bound<'_, PyAny>>,
     limit: Option<&Bound<'_, PyAny>>,
     fetch: Option<&str>,
-) -> PyResult<Option<Option<CacheOptions>>> {
+) -> PyResult<CacheChoice> {
     let fetch = match fetch {
         Some(name) => Some(
             name.parse::<CacheFetch>()
                 .map_err(|e| Class::Invalid.err(e.to_string()))?,
         ),
         None => None,
-    };
-    let fetch_or_env = || -> PyResult<CacheFetch> {
-        match fetch {
-            Some(fetch) => Ok(fetch),
-            None => CacheOptions::fetch_from_env().map_err(io_err),
-        }
     };
     let limit = match limit {
         None => None,
@@ -319,38 +313,28 @@ pub(crate) fn cache_options(
             }
         }),
     };
-    match dir {
-        None if limit.is_none() && fetch.is_none() => Ok(None),
-        // A limit or a policy alone applies to the environment's cache
-        // directory.
-        None => match CacheOptions::from_env().map_err(io_err)? {
-            Some(env) => {
-                let limit = limit.or(env.limit);
-                Ok(Some(Some(
-                    env.with_limit(limit).with_fetch(fetch_or_env()?),
-                )))
-            }
-            None => Err(Class::Invalid.err(
-                "cache_limit and cache_fetch need a cache directory: cache_dir, or GULP_CACHE_DIR",
-            )),
-        },
+    let (off, dir) = match dir {
+        None => (false, None),
         Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
             if v.extract::<bool>()? {
                 return Err(Class::Invalid.err(
                     "cache_dir is a directory, None (GULP_CACHE_DIR, if set) or False (no cache)",
                 ));
             }
-            Ok(Some(None))
+            (true, None)
         }
-        Some(v) => {
-            let path: PathBuf = v.extract()?;
-            Ok(Some(Some(
-                CacheOptions::new(path)
-                    .with_limit(limit)
-                    .with_fetch(fetch_or_env()?),
-            )))
+        Some(v) => (false, Some(v.extract::<PathBuf>()?)),
+    };
+    let needs_dir = dir.is_none() && !off && (limit.is_some() || fetch.is_some());
+    CacheOptions::resolve(off, dir, limit, fetch).map_err(|e| {
+        if needs_dir {
+            Class::Invalid.err(
+                "cache_limit and cache_fetch need a cache directory: cache_dir, or GULP_CACHE_DIR",
+            )
+        } else {
+            io_err(e)
         }
-    }
+    })
 }
 
 #[pymethods]
@@ -376,10 +360,9 @@ impl Directory {
         } else {
             ReadMode::Buffered
         };
-        let mut options = GulpDirectory::options().read_mode(mode);
-        if let Some(cache) = cache_options(cache_dir, cache_limit, cache_fetch)? {
-            options = options.cache(cache);
-        }
+        let options = GulpDirectory::options()
+            .read_mode(mode)
+            .cache_choice(cache_options(cache_dir, cache_limit, cache_fetch)?);
         let inner = py.detach(|| options.open(&path)).map_err(io_err)?;
         let views = (0..inner.chunks().len())
             .map(|_| PyOnceLock::new())

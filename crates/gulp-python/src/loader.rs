@@ -438,10 +438,11 @@ impl Loader {
             on_missing: on_missing.0,
             segments,
             shared_labels,
-            open: match crate::directory::cache_options(cache_dir, cache_limit, cache_fetch)? {
-                Some(cache) => GulpDirectory::options().cache(cache),
-                None => GulpDirectory::options(),
-            },
+            open: GulpDirectory::options().cache_choice(crate::directory::cache_options(
+                cache_dir,
+                cache_limit,
+                cache_fetch,
+            )?),
             ..defaults
         }
         .with_ranks(&ranks);

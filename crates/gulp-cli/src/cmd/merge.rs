@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use gulp_format::{ChunkFile, TEMP_PREFIX, data_file_name, meta_file_name, parse_chunk_file_name};
-use gulp_ingest::PLAN_FILE;
+use gulp_ingest::is_bookkeeping;
 use gulp_io::{DirectoryWarning, GulpDirectory};
 use gulp_io::{LABEL_FILE, LabelIndex};
 
@@ -277,11 +277,6 @@ fn run_remote(args: &MergeArgs) -> Result<Outcome> {
 }
 
 /// A sharded run's plan or a task's done file.
-fn is_bookkeeping(name: &str) -> bool {
-    name == PLAN_FILE
-        || (name.starts_with(&format!("{TEMP_PREFIX}shard-")) && name.ends_with(".done"))
-}
-
 /// Each source directory opened, refused if an ingest into it is
 /// unfinished, and listed.
 fn source_listings(dirs: &[PathBuf]) -> Result<Vec<Listing>> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use gulp_format::{TEMP_PREFIX, data_file_name};
-use gulp_ingest::{Plan, finished_tasks};
+use gulp_ingest::{Plan, Shard, finished_tasks};
 use gulp_io::GulpDirectory;
 use serde::Serialize;
 
@@ -40,7 +40,11 @@ struct Status {
 }
 
 fn lock_path(dir: &Path, task: usize, shards: usize) -> PathBuf {
-    dir.join(format!("{TEMP_PREFIX}shard-{task}-of-{shards}.lock"))
+    match Shard::new(task, shards) {
+        Some(shard) => dir.join(shard.lock_file_name()),
+        // No such task: a name no file has.
+        None => dir.join(format!("{TEMP_PREFIX}no-task")),
+    }
 }
 
 /// What the directory says of a sharded run, read once.
