@@ -509,14 +509,15 @@ impl Loader {
             ),
             _ => o.order.arrange(&mut order, epoch),
         }
-        o.order
-            .slots_from(&order, start)
-            .into_iter()
-            .flat_map(|slot| {
-                (0..o.clips)
-                    .flat_map(move |clip| (0..crops).map(move |crop| Sample { slot, clip, crop }))
-            })
-            .collect()
+        // Made in one allocation of its final size: a rank holds its share
+        // and nothing else of an epoch's order.
+        let slots = o.order.slots_iter(&order, start);
+        let mut samples = Vec::with_capacity(slots.len() * o.clips * crops);
+        samples.extend(slots.flat_map(|slot| {
+            (0..o.clips)
+                .flat_map(move |clip| (0..crops).map(move |crop| Sample { slot, clip, crop }))
+        }));
+        samples
     }
 
     /// Iterates over the rest of the current epoch from the current

@@ -177,19 +177,36 @@ impl Order {
     /// world_size` positions it is the same positions as the whole epoch's
     /// from slot `s` on.
     pub fn slots_from<T: Copy + TryInto<usize>>(&self, order: &[T], start: usize) -> Vec<Slot> {
+        self.slots_iter(order, start).collect()
+    }
+
+    /// [`Order::slots_from`] one slot at a time (for a caller that keeps
+    /// something else per slot, without the vector of slots).
+    pub fn slots_iter<'a, T: Copy + TryInto<usize>>(
+        &self,
+        order: &'a [T],
+        start: usize,
+    ) -> impl ExactSizeIterator<Item = Slot> + 'a {
         let ws = self.world_size.max(1);
         let n = order.len();
-        let end = start + self.per_rank(n.saturating_sub(start)) * ws;
-        if order.is_empty() {
-            return Vec::new();
-        }
-        (start + self.rank..end)
-            .step_by(ws)
-            .map(|position| Slot {
+        let end = if order.is_empty() {
+            start
+        } else {
+            start + self.per_rank(n.saturating_sub(start)) * ws
+        };
+        let first = start + self.rank;
+        let count = if end > first {
+            (end - first).div_ceil(ws)
+        } else {
+            0
+        };
+        (0..count).map(move |k| {
+            let position = first + k * ws;
+            Slot {
                 sample: order[position % n].try_into().unwrap_or(usize::MAX),
                 position,
-            })
-            .collect()
+            }
+        })
     }
 
     /// The number of batches of `batch_size` samples in `samples`.
