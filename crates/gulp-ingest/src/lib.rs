@@ -37,7 +37,7 @@ pub mod frames;
 mod pipeline;
 mod raster;
 mod request;
-mod shard;
+pub mod shard;
 mod staging;
 pub mod video;
 pub mod yuv;

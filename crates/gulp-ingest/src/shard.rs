@@ -31,6 +31,9 @@ use std::path::{Path, PathBuf};
 
 use gulp_format::{JsonSerializer, Map, Value};
 
+mod status;
+pub use status::{ShardStatus, TaskStatus, status};
+
 use crate::error::{Error, Result};
 
 /// Task `index` of `count`.

@@ -129,6 +129,21 @@ pub(crate) fn check(
     serde_json::to_string(&report).map_err(|e| Class::Invalid.err(e.to_string()))
 }
 
+/// Where a sharded ingest into `path` is, as `gulp status --json` says it,
+/// as JSON text (`gulp.status` wraps it).
+#[pyfunction]
+#[pyo3(signature = (path, shards = None))]
+pub(crate) fn status(
+    py: Python<'_>,
+    path: PathBuf,
+    shards: Option<NonZeroUsize>,
+) -> PyResult<String> {
+    let status = py
+        .detach(|| gulp_ingest::shard::status(&path, shards.map(NonZeroUsize::get)))
+        .map_err(ingest_err)?;
+    serde_json::to_string(&status).map_err(|e| Class::Invalid.err(e.to_string()))
+}
+
 /// Clears what an interrupted write left (as `gulp recover`); returns what
 /// was done, one message per file.
 #[pyfunction]

@@ -63,6 +63,7 @@ __all__ = [
     "lint",
     "ingest",
     "recover",
+    "status",
     "adapters",
     "errors",
     "fileio",
@@ -181,6 +182,18 @@ def lint(paths: Union[_Path, Sequence[_Path]], checks: Optional[Sequence[str]] =
                       None if ids_out is None else list(ids_out),
                       None if drop is None else list(drop), threads, label_key)
     return LintReport(_json.loads(text))
+
+
+def status(path: _Path, shards: Optional[int] = None) -> dict[str, Any]:
+    """Where a sharded ingest into ``path`` is (``gulp status --json``;
+    docs/scale-out.md): ``shards``, ``running`` (its plan is in the
+    directory), ``chunks_total``, ``chunks_committed``, ``complete``,
+    ``tasks`` (each ``{"task", "state", "chunks", "committed", "missing"}``,
+    ``state`` one of ``"done"``, ``"running"``, ``"stopped"``, ``"not
+    started"``) and ``resubmit`` (the tasks to run again). ``shards``: the
+    number of tasks, needed only when no run is under way (the plan says
+    it otherwise). Raises ``InvalidInputError`` when neither says it."""
+    return dict(_json.loads(_gulp.status(path, shards)))
 
 
 def recover(path: _Path) -> list[str]:

@@ -27,6 +27,7 @@ __all__ = [
     "ingest",
     "check",
     "recover",
+    "status",
     "lint",
     "read_labels",
     "read_ids",
@@ -276,6 +277,7 @@ def ingest(
 ) -> dict[str, Any]: ...
 def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> str: ...
 def recover(path: _Path) -> list[str]: ...
+def status(path: _Path, shards: Optional[int] = None) -> str: ...
 def lint(
     paths: Sequence[_Path],
     checks: Optional[Sequence[str]] = None,
