@@ -124,6 +124,11 @@ pub enum Error {
     /// Options that cannot work together.
     #[error("invalid options: {0}")]
     Options(String),
+    /// A merge refused before moving anything (a chunk or an id in two
+    /// directories, labels numbered differently, an unfinished write), or a
+    /// move that failed: the message says which.
+    #[error("{0}")]
+    Merge(String),
 }
 
 impl Error {

@@ -31,7 +31,9 @@ use std::path::{Path, PathBuf};
 
 use gulp_format::{JsonSerializer, Map, Value};
 
+mod merge;
 mod status;
+pub use merge::{MergeReport, merge};
 pub use status::{ShardStatus, TaskStatus, status};
 
 use crate::error::{Error, Result};

@@ -144,6 +144,16 @@ pub(crate) fn status(
     serde_json::to_string(&status).map_err(|e| Class::Invalid.err(e.to_string()))
 }
 
+/// Moves the chunks of the shard directories `dirs` into `out` (as `gulp
+/// merge`); what was done as JSON text (`gulp.merge` wraps it).
+#[pyfunction]
+pub(crate) fn merge(py: Python<'_>, out: PathBuf, dirs: Vec<PathBuf>) -> PyResult<String> {
+    let report = py
+        .detach(|| gulp_ingest::shard::merge(&out, &dirs))
+        .map_err(ingest_err)?;
+    serde_json::to_string(&report).map_err(|e| Class::Invalid.err(e.to_string()))
+}
+
 /// Clears what an interrupted write left (as `gulp recover`); returns what
 /// was done, one message per file.
 #[pyfunction]

@@ -7,7 +7,12 @@ import sys
 
 import pytest
 
+import numpy as np
+
 import gulp
+
+#: A real 16x16 JPEG.
+JPEG = gulp._gulp.encode_jpeg(np.full((16, 16, 3), 128, np.uint8), 90)
 
 
 def test_status_of_a_finished_run_matches_the_command(gulp_dir):
@@ -26,3 +31,31 @@ def test_status_of_a_finished_run_matches_the_command(gulp_dir):
 def test_status_without_a_run_needs_the_task_count(gulp_dir):
     with pytest.raises(gulp.InvalidInputError, match="give --shards N"):
         gulp.status(gulp_dir)
+
+
+def test_merge_moves_shards_and_refuses_a_shared_chunk(tmp_path):
+    # Two shard directories as a 2-task ingest leaves them: chunks 0 and 2
+    # in one, 1 in the other; then a third that repeats chunk 1.
+    shards = {"a": [0, 2], "b": [1]}
+    for name, chunks in shards.items():
+        path = tmp_path / name
+        path.mkdir()
+        for n in chunks:
+            writer = gulp._gulp.Writer(str(path), n, fsync=False)
+            writer.append_jpegs(f"id-{n}", {"label": f"l{n % 2}"}, [JPEG])
+            writer.commit()
+    out = str(tmp_path / "out")
+    report = gulp.merge(out, [str(tmp_path / "a"), str(tmp_path / "b")])
+    assert report == {"moved": 3, "sources": 2, "labels": 0}
+    gd = gulp.GulpDirectory(out)
+    assert sorted(gd.merged_meta_dict) == ["id-0", "id-1", "id-2"]
+    assert gulp.status(out, shards=2)["complete"]
+
+    again = tmp_path / "c"
+    again.mkdir()
+    writer = gulp._gulp.Writer(str(again), 1, fsync=False)
+    writer.append_jpegs("id-9", {"label": "l9"}, [JPEG])
+    writer.commit()
+    with pytest.raises(gulp.IngestError, match="chunk 1 is in both"):
+        gulp.merge(out, [str(again)])
+    assert os.path.exists(again / "data_1.gulp")  # nothing moved

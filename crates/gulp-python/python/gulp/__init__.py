@@ -64,6 +64,7 @@ __all__ = [
     "ingest",
     "recover",
     "status",
+    "merge",
     "adapters",
     "errors",
     "fileio",
@@ -194,6 +195,17 @@ def status(path: _Path, shards: Optional[int] = None) -> dict[str, Any]:
     number of tasks, needed only when no run is under way (the plan says
     it otherwise). Raises ``InvalidInputError`` when neither says it."""
     return dict(_json.loads(_gulp.status(path, shards)))
+
+
+def merge(out: _Path, dirs: Sequence[_Path]) -> dict[str, int]:
+    """Moves the chunks of the shard directories ``dirs`` into ``out`` (``gulp
+    merge``; docs/scale-out.md). Everything is checked before anything
+    moves: a chunk or an id in two directories, labels numbered
+    differently, an unfinished write raise ``IngestError`` and leave every
+    directory as it was. Returns ``{"moved", "sources", "labels"}``: the
+    chunks moved, the source directories, the labels of ``out``'s
+    ``label2idx.json``."""
+    return dict(_json.loads(_gulp.merge(out, list(dirs))))
 
 
 def recover(path: _Path) -> list[str]:

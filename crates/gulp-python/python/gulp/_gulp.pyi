@@ -28,6 +28,7 @@ __all__ = [
     "check",
     "recover",
     "status",
+    "merge",
     "lint",
     "read_labels",
     "read_ids",
@@ -278,6 +279,7 @@ def ingest(
 def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> str: ...
 def recover(path: _Path) -> list[str]: ...
 def status(path: _Path, shards: Optional[int] = None) -> str: ...
+def merge(out: _Path, dirs: Sequence[_Path]) -> str: ...
 def lint(
     paths: Sequence[_Path],
     checks: Optional[Sequence[str]] = None,
