@@ -492,71 +492,13 @@ impl GulpDirectory {
         policy: IndexPolicy,
     ) -> Result<GulpDirectory> {
         let dir = dir.to_owned();
-        let mut data = HashMap::new();
-        let mut meta = HashMap::new();
-        let mut warnings = Vec::new();
-        let mut labels = None;
-        for entry in crate::storage::list_dir(&dir)? {
-            let source = Source {
-                path: entry.path,
-                object: entry.object,
-                cache: cache.clone(),
-            };
-            if entry.name == LABEL_FILE {
-                labels = Some(source);
-                continue;
-            }
-            match parse_chunk_file_name(&entry.name) {
-                Some(ChunkFile::Data(n)) => {
-                    data.insert(n, source);
-                }
-                Some(ChunkFile::Meta(n)) => {
-                    meta.insert(n, source);
-                }
-                None if entry.name.starts_with(TEMP_PREFIX) => {
-                    warnings.push(DirectoryWarning::TempFile(source.path))
-                }
-                None => {}
-            }
-        }
-        let max_chunk_seen = data.keys().chain(meta.keys()).copied().max();
-        let mut numbers: Vec<u64> = data.keys().chain(meta.keys()).copied().collect();
-        numbers.sort_unstable();
-        numbers.dedup();
-        let mut pairs = Vec::new();
-        for n in numbers {
-            match (data.remove(&n), meta.remove(&n)) {
-                (Some(d), Some(m)) => pairs.push((n, d, m)),
-                (Some(d), None) => warnings.push(DirectoryWarning::OrphanData(d.path)),
-                (None, Some(m)) => warnings.push(DirectoryWarning::OrphanMeta(m.path)),
-                (None, None) => {}
-            }
-        }
-        warnings.sort_by(|a, b| format!("{a}").cmp(&format!("{b}")));
-        if u32::try_from(pairs.len()).is_err() {
-            return Err(ErrorKind::Invalid {
-                path: dir,
-                reason: "more than 2^32 chunks".into(),
-            }
-            .into());
-        }
-
-        let fetch = match cache.as_deref().map(|c| (c.fetch(), c.limit())) {
-            None | Some((CacheFetch::Chunks, _)) => Fetch::Whole,
-            Some((CacheFetch::Ranges, _)) => Fetch::Ranges,
-            Some((CacheFetch::Auto, limit)) => {
-                let total = pairs.iter().fold(0u64, |acc, (_, d, m)| {
-                    [d, m].iter().fold(acc, |acc, s| {
-                        acc.saturating_add(s.object.as_ref().map_or(0, |o| o.size))
-                    })
-                });
-                if limit.is_none_or(|limit| total <= limit) {
-                    Fetch::RangesThenWhole
-                } else {
-                    Fetch::Ranges
-                }
-            }
-        };
+        let Listed {
+            pairs,
+            warnings,
+            labels,
+            max_chunk_seen,
+        } = list_chunks(&dir, &cache)?;
+        let fetch = fetch_policy(cache.as_deref(), &pairs);
         let local = !crate::storage::is_remote(&dir)
             && pairs
                 .iter()
@@ -1035,6 +977,96 @@ fn read_indices(
         Ok((index, hashes))
     });
     results.into_iter().collect()
+}
+
+/// A directory's listing: its chunk pairs `(number, data, meta)` in
+/// numeric order, warnings (orphans, temporary files), its label file, the
+/// largest chunk number seen.
+struct Listed {
+    pairs: Vec<(u64, Source, Source)>,
+    warnings: Vec<DirectoryWarning>,
+    labels: Option<Source>,
+    max_chunk_seen: Option<u64>,
+}
+
+/// Lists `dir` and pairs `data_N.gulp` with `meta_N.gmeta` (objects read
+/// through `cache`, for a bucket).
+fn list_chunks(dir: &Path, cache: &Option<Arc<Cache>>) -> Result<Listed> {
+    let mut data = HashMap::new();
+    let mut meta = HashMap::new();
+    let mut warnings = Vec::new();
+    let mut labels = None;
+    for entry in crate::storage::list_dir(dir)? {
+        let source = Source {
+            path: entry.path,
+            object: entry.object,
+            cache: cache.clone(),
+        };
+        if entry.name == LABEL_FILE {
+            labels = Some(source);
+            continue;
+        }
+        match parse_chunk_file_name(&entry.name) {
+            Some(ChunkFile::Data(n)) => {
+                data.insert(n, source);
+            }
+            Some(ChunkFile::Meta(n)) => {
+                meta.insert(n, source);
+            }
+            None if entry.name.starts_with(TEMP_PREFIX) => {
+                warnings.push(DirectoryWarning::TempFile(source.path))
+            }
+            None => {}
+        }
+    }
+    let max_chunk_seen = data.keys().chain(meta.keys()).copied().max();
+    let mut numbers: Vec<u64> = data.keys().chain(meta.keys()).copied().collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let mut pairs = Vec::new();
+    for n in numbers {
+        match (data.remove(&n), meta.remove(&n)) {
+            (Some(d), Some(m)) => pairs.push((n, d, m)),
+            (Some(d), None) => warnings.push(DirectoryWarning::OrphanData(d.path)),
+            (None, Some(m)) => warnings.push(DirectoryWarning::OrphanMeta(m.path)),
+            (None, None) => {}
+        }
+    }
+    warnings.sort_by(|a, b| format!("{a}").cmp(&format!("{b}")));
+    if u32::try_from(pairs.len()).is_err() {
+        return Err(ErrorKind::Invalid {
+            path: dir.to_owned(),
+            reason: "more than 2^32 chunks".into(),
+        }
+        .into());
+    }
+    Ok(Listed {
+        pairs,
+        warnings,
+        labels,
+        max_chunk_seen,
+    })
+}
+
+/// What a directory's [`CacheFetch`] policy comes to for its data objects,
+/// given their sizes and the cache's limit.
+fn fetch_policy(cache: Option<&Cache>, pairs: &[(u64, Source, Source)]) -> Fetch {
+    match cache.map(|c| (c.fetch(), c.limit())) {
+        None | Some((CacheFetch::Chunks, _)) => Fetch::Whole,
+        Some((CacheFetch::Ranges, _)) => Fetch::Ranges,
+        Some((CacheFetch::Auto, limit)) => {
+            let total = pairs.iter().fold(0u64, |acc, (_, d, m)| {
+                [d, m].iter().fold(acc, |acc, s| {
+                    acc.saturating_add(s.object.as_ref().map_or(0, |o| o.size))
+                })
+            });
+            if limit.is_none_or(|limit| total <= limit) {
+                Fetch::RangesThenWhole
+            } else {
+                Fetch::Ranges
+            }
+        }
+    }
 }
 
 /// `work(state, i)` for every `i` in `0..n`, on up to all cores, each thread

@@ -43,6 +43,19 @@ struct Labels {
 }
 
 pub fn run(args: &InfoArgs) -> Result<Outcome> {
+    let info = summarise(args)?;
+    let mut out = super::stdout();
+    if args.json {
+        super::write_json(&mut out, &info)?;
+        return Ok(Outcome::Success);
+    }
+    print_text(&mut out, &info)?;
+    Ok(Outcome::Success)
+}
+
+/// What `gulp info` says of the directory: with an index file, the frame
+/// sizes are read from it; else every chunk's meta is parsed.
+fn summarise(args: &InfoArgs) -> Result<Info> {
     let gulp = super::open_dir(&args.dir)?;
     let mut info = Info {
         dir: args.dir.to_string_lossy().into_owned(),
@@ -103,11 +116,11 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
         Err(e) => info.warnings.push(e.to_string()),
     }
 
-    let mut out = super::stdout();
-    if args.json {
-        super::write_json(&mut out, &info)?;
-        return Ok(Outcome::Success);
-    }
+    Ok(info)
+}
+
+/// The summary as text.
+fn print_text(out: &mut impl Write, info: &Info) -> Result<()> {
     let formats: Vec<String> = info
         .meta_formats
         .iter()
@@ -149,7 +162,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome> {
         writeln!(out, "warning: {warning}")?;
     }
     out.flush()?;
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 fn human_bytes(bytes: u64) -> String {
