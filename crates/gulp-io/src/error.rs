@@ -11,8 +11,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Error(Box<ErrorKind>);
 
 /// What went wrong, and where.
+///
+/// Not `non_exhaustive`: a front end maps every kind, and a new kind
+/// does not compile until it is mapped.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ErrorKind {
     /// A filesystem operation failed.
     #[error("{op} {path}: {source}")]
@@ -64,6 +66,16 @@ pub enum ErrorKind {
         /// The byte range asked for, if any.
         range: Option<(u64, u64)>,
         /// What went wrong (the store's answer or the network's).
+        reason: String,
+    },
+    /// An object store has no such object (or no such bucket).
+    #[error("{url}{}: {reason}", range.map_or(String::new(), |(s, e)| format!(" (bytes {s}..{e})")))]
+    RemoteNotFound {
+        /// The object's URL.
+        url: String,
+        /// The byte range asked for, if any.
+        range: Option<(u64, u64)>,
+        /// Which object or bucket is missing, in words.
         reason: String,
     },
     /// No item has this id.

@@ -403,6 +403,12 @@ impl ChunkReader {
                 reason: format!("id {id:?}: {reason}"),
             }
             .into(),
+            ErrorKind::RemoteNotFound { url, range, reason } => ErrorKind::RemoteNotFound {
+                url: url.clone(),
+                range: *range,
+                reason: format!("id {id:?}: {reason}"),
+            }
+            .into(),
             _ => e,
         }
     }

@@ -235,8 +235,7 @@ impl Object {
 
     /// The whole object.
     pub(crate) fn get(&self) -> Result<Vec<u8>> {
-        self.get_optional()?
-            .ok_or_else(|| remote_err(&self.url, None, self.missing()))
+        self.get_optional()?.ok_or_else(|| self.missing(None))
     }
 
     /// The whole object, `None` if there is none (one GET either way).
@@ -425,19 +424,23 @@ impl Object {
     }
 
     /// Why an object that is not there cannot be read.
-    fn missing(&self) -> String {
-        format!(
-            "not found (no such object, or no bucket {:?})",
-            self.bucket.name
-        )
+    fn missing(&self, range: Option<&Range<u64>>) -> crate::Error {
+        ErrorKind::RemoteNotFound {
+            url: self.url.clone(),
+            range: range.map(|r| (r.start, r.end)),
+            reason: format!(
+                "not found (no such object, or no bucket {:?})",
+                self.bucket.name
+            ),
+        }
+        .into()
     }
 
     fn fail(&self, range: Option<&Range<u64>>, e: object_store::Error) -> crate::Error {
-        let reason = match &e {
-            object_store::Error::NotFound { .. } => self.missing(),
-            other => clean(other),
-        };
-        remote_err(&self.url, range, reason)
+        match &e {
+            object_store::Error::NotFound { .. } => self.missing(range),
+            other => remote_err(&self.url, range, clean(other)),
+        }
     }
 }
 

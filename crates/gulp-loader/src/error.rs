@@ -7,8 +7,10 @@ use std::path::PathBuf;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong.
+///
+/// Not `non_exhaustive`: a front end maps every variant, and a new
+/// variant does not compile until it is mapped.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// Reading or decoding failed; the message names the data file, the id,
     /// the frame and the record's byte offset.

@@ -742,7 +742,7 @@ fn make_batch(
                 frames.truncate(start);
                 // A store's failure (the network, the server) is not the
                 // clip's: it stops the pass, which resumes from the state.
-                let remote = matches!(&e, Error::Io(io) if matches!(io.kind(), gulp_io::ErrorKind::Remote { .. }));
+                let remote = matches!(&e, Error::Io(io) if matches!(io.kind(), gulp_io::ErrorKind::Remote { .. } | gulp_io::ErrorKind::RemoteNotFound { .. }));
                 match (o.on_error, &e) {
                     (OnError::Skip, Error::Io(_) | Error::Clip { .. }) if !remote => {
                         batch.skipped.push(Skipped {

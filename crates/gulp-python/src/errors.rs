@@ -11,62 +11,52 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-/// The classes of `gulp.errors`, imported once.
-pub(crate) enum Class {
-    Io,
-    NotFound,
-    Format,
-    DuplicateId,
-    UnknownId,
-    Selection,
-    InvalidSelection,
-    SelectionType,
-    Decode,
-    Encode,
-    ChunkExists,
-    Invalid,
-    Ingest,
+/// Declares the classes of `gulp.errors` that Rust raises, once: the enum,
+/// each class's Python name, and a cell per class for the imported type
+/// (tests/test_errors.py checks each name is a class of `gulp.errors`).
+macro_rules! classes {
+    ($($class:ident => $name:literal,)*) => {
+        /// The classes of `gulp.errors`, imported once.
+        #[derive(Clone, Copy)]
+        pub(crate) enum Class {
+            $($class,)*
+        }
+
+        impl Class {
+            /// The class's name in `gulp.errors`.
+            fn name(self) -> &'static str {
+                match self {
+                    $(Class::$class => $name,)*
+                }
+            }
+
+            /// The class's type, imported from `gulp.errors` on first use.
+            fn cell(self) -> &'static PyOnceLock<Py<PyType>> {
+                static CELLS: [PyOnceLock<Py<PyType>>; [$($name,)*].len()] =
+                    [const { PyOnceLock::new() }; [$($name,)*].len()];
+                &CELLS[self as usize]
+            }
+        }
+    };
+}
+
+classes! {
+    Io => "GulpIOError",
+    NotFound => "GulpFileNotFoundError",
+    Format => "FormatError",
+    DuplicateId => "DuplicateIdError",
+    UnknownId => "UnknownIdError",
+    Selection => "SelectionError",
+    InvalidSelection => "InvalidSelectionError",
+    SelectionType => "SelectionTypeError",
+    Decode => "DecodeError",
+    Encode => "EncodeError",
+    ChunkExists => "ChunkExistsError",
+    Invalid => "InvalidInputError",
+    Ingest => "IngestError",
 }
 
 impl Class {
-    fn name(&self) -> &'static str {
-        match self {
-            Class::Io => "GulpIOError",
-            Class::NotFound => "GulpFileNotFoundError",
-            Class::Format => "FormatError",
-            Class::DuplicateId => "DuplicateIdError",
-            Class::UnknownId => "UnknownIdError",
-            Class::Selection => "SelectionError",
-            Class::InvalidSelection => "InvalidSelectionError",
-            Class::SelectionType => "SelectionTypeError",
-            Class::Decode => "DecodeError",
-            Class::Encode => "EncodeError",
-            Class::ChunkExists => "ChunkExistsError",
-            Class::Invalid => "InvalidInputError",
-            Class::Ingest => "IngestError",
-        }
-    }
-
-    fn cell(&self) -> &'static PyOnceLock<Py<PyType>> {
-        static CELLS: [PyOnceLock<Py<PyType>>; 13] = [const { PyOnceLock::new() }; 13];
-        let i = match self {
-            Class::Io => 0,
-            Class::NotFound => 1,
-            Class::Format => 2,
-            Class::DuplicateId => 3,
-            Class::UnknownId => 4,
-            Class::Selection => 5,
-            Class::InvalidSelection => 6,
-            Class::Decode => 7,
-            Class::Encode => 8,
-            Class::ChunkExists => 9,
-            Class::Invalid => 10,
-            Class::Ingest => 11,
-            Class::SelectionType => 12,
-        };
-        &CELLS[i]
-    }
-
     /// An exception of this class with `message`.
     pub(crate) fn err(self, message: impl Into<String>) -> PyErr {
         let message = message.into();
@@ -101,9 +91,9 @@ pub(crate) fn io_err(e: gulp_io::Error) -> PyErr {
         ErrorKind::Encode { .. } => Class::Encode,
         ErrorKind::ChunkExists { .. } => Class::ChunkExists,
         // The store's or the network's failure: an OSError, as a file's is.
-        ErrorKind::Remote { reason, .. } if reason.starts_with("not found") => Class::NotFound,
+        ErrorKind::RemoteNotFound { .. } => Class::NotFound,
         ErrorKind::Remote { .. } => Class::Io,
-        _ => Class::Invalid,
+        ErrorKind::Labels { .. } | ErrorKind::Invalid { .. } => Class::Invalid,
     };
     class.err(e.to_string())
 }
@@ -116,7 +106,10 @@ pub(crate) fn ingest_err(e: gulp_ingest::Error) -> PyErr {
         gulp_ingest::Error::Input { .. } | gulp_ingest::Error::Options(_) => {
             Class::Invalid.err(e.to_string())
         }
-        e => Class::Ingest.err(e.to_string()),
+        gulp_ingest::Error::Item { .. }
+        | gulp_ingest::Error::WorkerPanic { .. }
+        | gulp_ingest::Error::Locked { .. }
+        | gulp_ingest::Error::Merge(_) => Class::Ingest.err(e.to_string()),
     }
 }
 
@@ -128,7 +121,9 @@ pub(crate) fn lint_err(e: gulp_lint::Error) -> PyErr {
             ref path,
             ref source,
         } => os_err("writing", path, source),
-        e => Class::Invalid.err(e.to_string()),
+        gulp_lint::Error::Options(_) | gulp_lint::Error::Internal(_) => {
+            Class::Invalid.err(e.to_string())
+        }
     }
 }
 

@@ -31,7 +31,11 @@ pub(crate) fn loader_err(e: gulp_loader::Error) -> PyErr {
     match e {
         gulp_loader::Error::Io(e) => io_err(e),
         gulp_loader::Error::Clip { .. } => Class::Decode.err(e.to_string()),
-        other => Class::Invalid.err(other.to_string()),
+        gulp_loader::Error::Config(_)
+        | gulp_loader::Error::Meta { .. }
+        | gulp_loader::Error::Resample { .. }
+        | gulp_loader::Error::Window { .. }
+        | gulp_loader::Error::State(_) => Class::Invalid.err(e.to_string()),
     }
 }
 

@@ -3,6 +3,7 @@ gulp.GulpError, with the path, id and byte offset; nothing half-written."""
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,20 @@ import pytest
 import gulp
 import gulpio2
 from conftest import write_chunks
+
+
+def test_every_class_rust_raises_is_a_gulp_error_exported_by_gulp():
+    # The classes the extension raises are declared once, in the classes!
+    # block of src/errors.rs; each must be a class of gulp.errors.
+    source = os.path.join(os.path.dirname(__file__), "..", "src", "errors.rs")
+    with open(source) as f:
+        block = f.read().split("classes! {", 1)[1].split("}", 1)[0]
+    names = re.findall(r'^\s*\w+ => "(\w+)",$', block, re.M)
+    assert len(names) == len(block.strip().splitlines()) >= 13
+    for name in names:
+        cls = getattr(gulp.errors, name)
+        assert issubclass(cls, gulp.GulpError) and name in gulp.errors.__all__, name
+        assert getattr(gulp, name) is cls, name
 
 
 def test_unknown_id_is_a_key_error(any_dir):
