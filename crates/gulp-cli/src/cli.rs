@@ -49,7 +49,7 @@ pub struct CacheArgs {
 }
 
 fn parse_bytes(text: &str) -> Result<u64, String> {
-    gulp_io::parse_size(text)
+    gulp_io::parse_byte_size(text)
         .ok_or_else(|| format!("{text:?} is not a size (e.g. 500G, 20GiB, 1048576)"))
 }
 

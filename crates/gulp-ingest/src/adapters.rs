@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use gulp_format::{JsonSerializer, Map, Value};
 
-use crate::adapter::{DatasetAdapter, FrameSource, Item};
+use crate::dataset::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result};
 use crate::frames::{is_image_path, is_video_path};
 use gulp_io::LabelIndex;

@@ -56,7 +56,7 @@ impl std::error::Error for ItemError {}
 
 /// An item that was not ingested, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
+pub struct SkippedItem {
     /// Position of the item in the adapter's (unshuffled) order.
     pub index: usize,
     /// The item's id.
@@ -65,7 +65,7 @@ pub struct Skipped {
     pub error: ItemError,
 }
 
-impl std::fmt::Display for Skipped {
+impl std::fmt::Display for SkippedItem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "id {:?}: {}", self.id, self.error)
     }

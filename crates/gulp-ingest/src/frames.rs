@@ -8,7 +8,7 @@ use gulp_io::ColorMode;
 #[cfg(not(feature = "turbojpeg"))]
 use jpeg_encoder::ColorType;
 
-use crate::adapter::{FrameSource, Pixels};
+use crate::dataset::{FrameSource, Pixels};
 use crate::error::ItemError;
 #[cfg(not(feature = "turbojpeg"))]
 use crate::raster::rust_encoder;

@@ -29,8 +29,8 @@
 //! # }
 //! ```
 
-mod adapter;
 pub mod adapters;
+mod dataset;
 mod error;
 pub mod ffmpeg;
 pub mod frames;
@@ -42,8 +42,8 @@ mod staging;
 pub mod video;
 pub mod yuv;
 
-pub use crate::adapter::{DatasetAdapter, FrameSource, Item, Pixels};
-pub use crate::error::{Error, ItemError, Result, Skipped};
+pub use crate::dataset::{DatasetAdapter, FrameSource, Item, Pixels};
+pub use crate::error::{Error, ItemError, Result, SkippedItem};
 pub use crate::frames::{FrameOptions, Subsampling};
 pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};
 pub use crate::request::{AdapterKind, AdapterOptions, IngestRequest};

@@ -26,8 +26,8 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use gulp_format::{MetaFormat, Value};
 use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
 
-use crate::adapter::{DatasetAdapter, FrameSource, Item};
-use crate::error::{Error, ItemError, Result, Skipped};
+use crate::dataset::{DatasetAdapter, FrameSource, Item};
+use crate::error::{Error, ItemError, Result, SkippedItem};
 use crate::frames::{FrameOptions, JpegSink, encode_frames, encode_videos};
 use crate::shard::{Plan, Shard, TaskLock};
 use crate::staging::Staging;
@@ -114,9 +114,9 @@ pub struct IngestReport {
     /// The chunk numbers committed, in order.
     pub chunks: Vec<u64>,
     /// Items not written because they failed, or repeated an id of the input.
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedItem>,
     /// Items written although ffmpeg reported errors while decoding them.
-    pub warnings: Vec<Skipped>,
+    pub warnings: Vec<SkippedItem>,
     /// Items whose id was already in the directory (a resumed or extended
     /// run), left as they are.
     pub already_present: usize,
@@ -161,7 +161,7 @@ fn plan_items(
         let id = id(index);
         if let Some(&first) = first_seen.get(&id) {
             if mine {
-                plan.skipped.push(Skipped {
+                plan.skipped.push(SkippedItem {
                     index,
                     id,
                     error: ItemError::new(format!(
@@ -189,7 +189,7 @@ fn plan_items(
         // Other tasks number their chunks from the list too: no room for
         // extra chunks. Retrying is for an unsharded run.
         for (index, id, chunk) in leftover {
-            plan.skipped.push(Skipped {
+            plan.skipped.push(SkippedItem {
                 index,
                 id,
                 error: ItemError::new(format!(
@@ -213,7 +213,7 @@ fn plan_items(
 struct ItemPlan {
     /// (input index, id, chunk) of each item to write, in writing order.
     todo: Vec<(usize, String, u64)>,
-    skipped: Vec<Skipped>,
+    skipped: Vec<SkippedItem>,
     already_present: usize,
 }
 
@@ -731,7 +731,7 @@ impl Run<'_> {
                     return Err(Error::Item { index, id, error });
                 }
                 status.items_failed += 1;
-                report.skipped.push(Skipped { index, id, error });
+                report.skipped.push(SkippedItem { index, id, error });
                 return Ok(());
             }
         };
@@ -757,7 +757,7 @@ impl Run<'_> {
             AppendError::Spill(e) => Error::io("reading back spilled frames of", self.output, e),
         })?;
         if let Some(message) = warning {
-            report.warnings.push(Skipped {
+            report.warnings.push(SkippedItem {
                 index,
                 id,
                 error: ItemError::new(format!("ffmpeg reported: {message}")),

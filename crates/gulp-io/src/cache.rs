@@ -222,7 +222,7 @@ impl CacheOptions {
         };
         let limit = match std::env::var(CACHE_LIMIT_ENV) {
             Ok(text) if !text.trim().is_empty() => {
-                Some(parse_size(&text).ok_or_else(|| ErrorKind::Invalid {
+                Some(parse_byte_size(&text).ok_or_else(|| ErrorKind::Invalid {
                     path: PathBuf::from(&dir),
                     reason: format!(
                         "{CACHE_LIMIT_ENV}={text:?} is not a size (e.g. 500G, 20GiB, 1048576)"
@@ -242,7 +242,7 @@ impl CacheOptions {
 /// A size in bytes: a number with an optional unit, `K`/`M`/`G`/`T` (powers
 /// of 1000, also `KB`...) or `KiB`/`MiB`/`GiB`/`TiB` (powers of 1024), e.g.
 /// `500G`, `1.5TiB`, `1048576`.
-pub fn parse_size(text: &str) -> Option<u64> {
+pub fn parse_byte_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -1021,14 +1021,14 @@ mod tests {
 
     #[test]
     fn sizes_parse_with_units() {
-        assert_eq!(parse_size("1048576"), Some(1 << 20));
-        assert_eq!(parse_size("500G"), Some(500_000_000_000));
-        assert_eq!(parse_size("20GiB"), Some(20 << 30));
-        assert_eq!(parse_size(" 1.5 TiB "), Some(3 << 39));
-        assert_eq!(parse_size("10 mb"), Some(10_000_000));
-        assert_eq!(parse_size("ten"), None);
-        assert_eq!(parse_size("5X"), None);
-        assert_eq!(parse_size("-5"), None);
+        assert_eq!(parse_byte_size("1048576"), Some(1 << 20));
+        assert_eq!(parse_byte_size("500G"), Some(500_000_000_000));
+        assert_eq!(parse_byte_size("20GiB"), Some(20 << 30));
+        assert_eq!(parse_byte_size(" 1.5 TiB "), Some(3 << 39));
+        assert_eq!(parse_byte_size("10 mb"), Some(10_000_000));
+        assert_eq!(parse_byte_size("ten"), None);
+        assert_eq!(parse_byte_size("5X"), None);
+        assert_eq!(parse_byte_size("-5"), None);
     }
 
     #[test]

@@ -58,7 +58,7 @@ mod writer;
 
 pub use crate::cache::{
     CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheChoice, CacheFetch, CacheOptions,
-    parse_size,
+    parse_byte_size,
 };
 pub use crate::choice::{Choice, UnknownChoice, quoted};
 pub use crate::decode::{

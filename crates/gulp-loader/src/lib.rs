@@ -71,7 +71,7 @@ mod transform;
 
 pub use crate::compose::Sampler;
 pub use crate::error::{Error, Result};
-pub use crate::loader::{Batch, Batches, Loader, Skipped, State, default_threads};
+pub use crate::loader::{Batch, Batches, Loader, SkippedClip, State, default_threads};
 pub use crate::options::{Labels, LoaderOptions, OnError};
 pub use crate::order::{CHUNK_WINDOW, Order, Shuffle, Slot};
 pub use crate::ranks::{GivenRanks, Launch, Launcher, RankSource, Ranks};

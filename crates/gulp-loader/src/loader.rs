@@ -27,7 +27,7 @@ use crate::transform::{Geometry, Renderer};
 
 /// A clip left out of its batch ([`OnError::Skip`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
+pub struct SkippedClip {
     /// The item.
     pub id: String,
     /// Why (with the frame and byte offset).
@@ -78,7 +78,7 @@ pub struct Batch {
     /// source frames).
     pub geometries: Vec<Geometry>,
     /// Clips left out ([`OnError::Skip`]).
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<SkippedClip>,
 }
 
 /// Where iteration resumes: the epoch and the next batch of this rank, and
@@ -745,7 +745,7 @@ fn make_batch(
                 let remote = matches!(&e, Error::Io(io) if matches!(io.kind(), gulp_io::ErrorKind::Remote { .. } | gulp_io::ErrorKind::RemoteNotFound { .. }));
                 match (o.on_error, &e) {
                     (OnError::Skip, Error::Io(_) | Error::Clip { .. }) if !remote => {
-                        batch.skipped.push(Skipped {
+                        batch.skipped.push(SkippedClip {
                             id: catalog.id(&item).to_owned(),
                             reason: e.to_string(),
                         });

@@ -305,7 +305,7 @@ pub(crate) fn cache_options(
                 let text: String = v.extract().map_err(|_| {
                     Class::Invalid.err("cache_limit is a number of bytes or a size such as '50G'")
                 })?;
-                gulp_io::parse_size(&text).ok_or_else(|| {
+                gulp_io::parse_byte_size(&text).ok_or_else(|| {
                     Class::Invalid.err(format!(
                         "cache_limit {text:?} is not a size (e.g. '500G', '20GiB', 1048576)"
                     ))

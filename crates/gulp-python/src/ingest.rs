@@ -19,7 +19,7 @@ fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, Py
     d.set_item("frames", r.frames)?;
     d.set_item("bytes", r.bytes)?;
     d.set_item("chunks", &r.chunks)?;
-    let strings = |v: &[gulp_ingest::Skipped]| -> Vec<(String, String)> {
+    let strings = |v: &[gulp_ingest::SkippedItem]| -> Vec<(String, String)> {
         v.iter()
             .map(|s| (s.id.clone(), s.error.to_string()))
             .collect()

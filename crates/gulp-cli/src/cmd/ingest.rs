@@ -117,7 +117,7 @@ struct JsonItem {
     error: String,
 }
 
-fn json_items(list: &[gulp_ingest::Skipped]) -> Vec<JsonItem> {
+fn json_items(list: &[gulp_ingest::SkippedItem]) -> Vec<JsonItem> {
     list.iter()
         .map(|s| JsonItem {
             index: s.index,
