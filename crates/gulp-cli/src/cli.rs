@@ -430,8 +430,8 @@ pub struct IngestArgs {
     /// Chroma subsampling of the frames gulp encodes: auto is 4:2:0 for
     /// video frames (the chroma resolution videos have) and 4:4:4 for images;
     /// 444 is gulpio2's layout for everything.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub subsampling: SubsamplingArg,
+    #[arg(long, value_parser = ChoiceParser::<gulp_ingest::Subsampling>::new(), default_value = "auto")]
+    pub subsampling: gulp_ingest::Subsampling,
     /// Threads each ffmpeg process decodes a video with (default: the cores
     /// divided among the workers, at least 1).
     #[arg(long, value_name = "N")]
@@ -659,29 +659,6 @@ pub struct ConvertArgs {
     /// The meta format to write.
     #[arg(long, value_enum)]
     pub to: FormatArg,
-}
-
-/// A chroma subsampling on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SubsamplingArg {
-    /// 4:2:0 for video frames, 4:4:4 for images.
-    Auto,
-    /// 4:4:4 for every frame (as gulpio2).
-    #[value(name = "444")]
-    S444,
-    /// 4:2:0 for every frame.
-    #[value(name = "420")]
-    S420,
-}
-
-impl From<SubsamplingArg> for gulp_ingest::Subsampling {
-    fn from(arg: SubsamplingArg) -> Self {
-        match arg {
-            SubsamplingArg::Auto => gulp_ingest::Subsampling::Auto,
-            SubsamplingArg::S444 => gulp_ingest::Subsampling::S444,
-            SubsamplingArg::S420 => gulp_ingest::Subsampling::S420,
-        }
-    }
 }
 
 /// A meta format on the command line.

@@ -57,6 +57,14 @@ pub enum Subsampling {
     S420,
 }
 
+// `auto`, `444` (`4:4:4`) or `420` (`4:2:0`): the names every front end
+// parses (`--subsampling`, `gulp.ingest(subsampling=...)`).
+gulp_io::choice!(Subsampling, "subsampling", {
+    Subsampling::Auto => "auto",
+    Subsampling::S444 => "444" | "4:4:4",
+    Subsampling::S420 => "420" | "4:2:0",
+});
+
 impl Subsampling {
     /// Whether images and pixel frames keep full chroma resolution.
     fn full_for_images(self) -> bool {

@@ -10,7 +10,6 @@ use std::str::FromStr;
 
 use crate::adapters::Dataset;
 use crate::error::{Error, Result};
-use crate::frames::Subsampling;
 use crate::pipeline::IngestOptions;
 use crate::shard::{Plan, Shard};
 
@@ -121,22 +120,6 @@ impl FromStr for AdapterKind {
                     names.join(", ")
                 ))
             })
-    }
-}
-
-impl FromStr for Subsampling {
-    type Err = Error;
-
-    /// `auto`, `444` (`4:4:4`) or `420` (`4:2:0`).
-    fn from_str(name: &str) -> Result<Subsampling> {
-        match name {
-            "auto" => Ok(Subsampling::Auto),
-            "444" | "4:4:4" => Ok(Subsampling::S444),
-            "420" | "4:2:0" => Ok(Subsampling::S420),
-            _ => Err(Error::Options(format!(
-                "subsampling must be 'auto', '444' or '420', not {name:?}"
-            ))),
-        }
     }
 }
 
@@ -279,6 +262,7 @@ impl IngestRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frames::Subsampling;
 
     #[test]
     fn kinds_round_trip_by_name() {

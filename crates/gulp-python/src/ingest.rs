@@ -78,7 +78,9 @@ pub(crate) fn ingest<'py>(
             max_size: max_size.filter(|s| *s > 0),
             quality,
             frame_rate,
-            subsampling: subsampling.parse().map_err(ingest_err)?,
+            subsampling: subsampling
+                .parse()
+                .map_err(|e: gulp_io::UnknownChoice| Class::Invalid.err(e.to_string()))?,
             ..FrameOptions::default()
         },
         meta_format: self::meta_format(meta_format)?,

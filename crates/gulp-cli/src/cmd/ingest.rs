@@ -280,7 +280,7 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
             max_size: args.max_size.map(NonZeroU32::get),
             quality: args.quality,
             frame_rate: args.frame_rate,
-            subsampling: args.subsampling.into(),
+            subsampling: args.subsampling,
             decode_threads: args.decode_threads,
         },
         meta_format: args.meta_format.into(),
