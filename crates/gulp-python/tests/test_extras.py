@@ -162,6 +162,8 @@ def test_sharded_ingest_equals_one_run(tmp_path):
 def test_ingest_errors(tmp_path):
     with pytest.raises(gulp.InvalidInputError):
         gulp.ingest("no-such-adapter", tmp_path, output=tmp_path / "o")
+    with pytest.raises(gulp.InvalidInputError, match="'auto', '444', '420', not \"422\""):
+        gulp.ingest("video-folder", tmp_path, output=tmp_path / "o", subsampling="422")
     with pytest.raises(gulp.GulpError) as e:
         gulp.ingest("20bn-json", tmp_path / "missing.json", tmp_path, output=tmp_path / "o")
     assert "missing.json" in str(e.value)
