@@ -345,7 +345,7 @@ impl Decoder {
         buf: &mut Vec<u8>,
     ) -> Result<Decoded, BoxError> {
         let handle = self.0;
-        // SAFETY (all calls below): the handle is a valid decompressor, the
+        // SAFETY: for every call below, the handle is a valid decompressor, the
         // JPEG slice is readable for its length, and `buf` is grown to
         // `pitch * height` bytes before decompressing into it.
         unsafe {

@@ -93,6 +93,8 @@ pub(crate) struct ItemPixels {
 // SAFETY: the arrays only read and write through `ptr`, into the mapping
 // that `map` keeps alive; Rust touches the mapping only in `drop`.
 unsafe impl Send for ItemPixels {}
+// SAFETY: as for `Send`: shared references only hand out `ptr`, and the
+// mapping's bytes are the arrays' to read and write, as numpy's own are.
 unsafe impl Sync for ItemPixels {}
 
 impl Drop for ItemPixels {
@@ -134,6 +136,8 @@ pub(crate) fn item_arrays<'py>(
             // (checked above), which `owner`, each array's base object,
             // keeps mapped and never moves until every array is gone.
             let at = unsafe { owner.get().ptr.as_ptr().add(k * shape.len()) };
+            // SAFETY: `at` starts `shape.len()` bytes of the mapping (as
+            // above), and `owner`, the array's base, keeps them mapped.
             unsafe { view_array(at, shape, owner.clone().into_any()) }
         })
         .collect()
@@ -252,6 +256,8 @@ pub(crate) struct PooledPixels {
 // SAFETY: the buffer is plain bytes owned by this object alone; Rust never
 // reads or writes it until `drop`, when no array refers to it any more.
 unsafe impl Send for PooledPixels {}
+// SAFETY: as for `Send`: a shared reference gives access to no byte of the
+// buffer; only the array over it reads and writes it.
 unsafe impl Sync for PooledPixels {}
 
 impl Drop for PooledPixels {
