@@ -374,48 +374,7 @@ fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Resul
         depth: 0,
     };
 
-    // Index.
-    let n_items = c.array_len()?;
-    if n_items as u64 != header.n_items {
-        return Err(c.err(format!(
-            "index has {n_items} items, header says {}",
-            header.n_items
-        )));
-    }
-    // array_len checked n_items against the bytes left: one entry takes at
-    // least 4 of them.
-    let mut entries = Vec::with_capacity(n_items);
-    let mut total_frames: u64 = 0;
-    for _ in 0..n_items {
-        let at = c.pos;
-        let (id, n_frames, meta_len) = match c.short_index_entry() {
-            Some(entry) => entry,
-            None => {
-                if c.array_len()? != 3 {
-                    return Err(Error::msgpack(
-                        at,
-                        "an index entry is not [id, n_frames, meta_len]",
-                    ));
-                }
-                (c.str_ref()?, c.uint()?, c.uint()?)
-            }
-        };
-        total_frames = total_frames
-            .checked_add(n_frames)
-            .ok_or_else(|| Error::item(id, at, "frame count overflows"))?;
-        entries.push(Entry {
-            id,
-            n_frames,
-            meta_len,
-            at,
-        });
-    }
-    if total_frames != header.n_frames {
-        return Err(c.err(format!(
-            "index counts {total_frames} frames, header says {}",
-            header.n_frames
-        )));
-    }
+    let (entries, total_frames) = index_entries(&mut c, header)?;
 
     // Frame table, checksums and meta blob.
     let frames_at = c.pos;
@@ -469,6 +428,54 @@ fn layout_v1<'a>(content: &'a [u8], header_len: usize, header: &Header) -> Resul
         blob,
         blob_at,
     })
+}
+
+/// The index of a version-1 file at `c`: its entries, checked against the
+/// header's item count, and their total frame count, checked against the
+/// header's.
+fn index_entries<'a>(c: &mut Cursor<'a>, header: &Header) -> Result<(Vec<Entry<'a>>, u64)> {
+    let n_items = c.array_len()?;
+    if n_items as u64 != header.n_items {
+        return Err(c.err(format!(
+            "index has {n_items} items, header says {}",
+            header.n_items
+        )));
+    }
+    // array_len checked n_items against the bytes left: one entry takes at
+    // least 4 of them.
+    let mut entries = Vec::with_capacity(n_items);
+    let mut total_frames: u64 = 0;
+    for _ in 0..n_items {
+        let at = c.pos;
+        let (id, n_frames, meta_len) = match c.short_index_entry() {
+            Some(entry) => entry,
+            None => {
+                if c.array_len()? != 3 {
+                    return Err(Error::msgpack(
+                        at,
+                        "an index entry is not [id, n_frames, meta_len]",
+                    ));
+                }
+                (c.str_ref()?, c.uint()?, c.uint()?)
+            }
+        };
+        total_frames = total_frames
+            .checked_add(n_frames)
+            .ok_or_else(|| Error::item(id, at, "frame count overflows"))?;
+        entries.push(Entry {
+            id,
+            n_frames,
+            meta_len,
+            at,
+        });
+    }
+    if total_frames != header.n_frames {
+        return Err(c.err(format!(
+            "index counts {total_frames} frames, header says {}",
+            header.n_frames
+        )));
+    }
+    Ok((entries, total_frames))
 }
 
 /// Where the meta of entry `e`, starting at `start` in a meta section of

@@ -312,22 +312,7 @@ impl Renderer {
         let (oh, ow) = geometry.out;
         // The crop in stored pixels.
         let (sx, sy, sw, sh) = (rx * w, ry * h, rw * w, rh * h);
-        // The least DCT scale n/8 with the output's resolution over the
-        // crop, of 1, 2, 3, 4 and 8 eighths: libjpeg-turbo's inverse DCTs
-        // for 5/8, 6/8 and 7/8 are plain C and slower than its SIMD 8/8
-        // (RandomResizedCrop 224 of 500-px photographs: 1,947 images/s on
-        // one thread with these five, 1,665 with all eight). zune-jpeg
-        // decodes at full size only.
-        let eighths = match base.codec {
-            Codec::LibjpegTurbo => {
-                let need = 8.0 * (ow as f64 / sw).max(oh as f64 / sh);
-                FAST_EIGHTHS
-                    .into_iter()
-                    .find(|&n| f64::from(n) >= need - 1e-9)
-                    .unwrap_or(8)
-            }
-            Codec::Zune => 8,
-        };
+        let eighths = dct_eighths(base.codec, (sw, sh), (ow, oh));
         let mut options = DecodeOptions {
             color: ColorMode::Rgb,
             scale: Scale::Eighths(eighths),
@@ -358,50 +343,81 @@ impl Renderer {
             .filter(|c| (c.x, c.y, c.width, c.height) != (0, 0, scw, sch));
             frame.decode_into(&options, out)?;
         } else {
-            // Decode the crop with a margin for the filter's support, then
-            // resample the exact (fractional) crop to the output size.
-            let margin = (qw / ow as f64).max(qh / oh as f64).ceil() + 1.0;
-            // From the iMCU column the region decode starts at anyway:
-            // decoded straight into the region buffer, not via a copy.
-            let x0 = frame.region_start(&options, to_usize((qx - margin).floor().max(0.0)));
-            let y0 = to_usize((qy - margin).floor().max(0.0));
-            let x1 = to_usize((qx + qw + margin).ceil()).min(scw);
-            let y1 = to_usize((qy + qh + margin).ceil()).min(sch);
-            let region = Crop {
-                x: x0,
-                y: y0,
-                width: x1 - x0,
-                height: y1 - y0,
-            };
-            options.crop =
-                Some(region).filter(|c| (c.x, c.y, c.width, c.height) != (0, 0, scw, sch));
-            let len = region.width * region.height * 3;
-            if self.region.len() < len {
-                self.region.resize(len, 0);
-            }
-            frame.decode_into(&options, &mut self.region[..len])?;
-            // The same crop relative to the region (which contains it).
-            let (cx, cw) = inside(qx - x0 as f64, qw, region.width);
-            let (cy, ch) = inside(qy - y0 as f64, qh, region.height);
-            resample(
-                &mut self.resizer,
-                &self.region[..len],
-                (region.width, region.height),
-                (cx, cy, cw, ch),
-                (ow, oh),
-                out,
-            )
-            .map_err(|reason| {
-                gulp_io::Error::from(gulp_io::ErrorKind::Decode {
-                    at: String::new(),
-                    reason,
-                })
-            })?;
+            self.render_resampled(frame, options, [qx, qy, qw, qh], (scw, sch), (ow, oh), out)?;
         }
         if geometry.flip {
             mirror(out, ow);
         }
         Ok(())
+    }
+
+    /// Decodes the crop `[qx, qy, qw, qh]` of the frame scaled to `(scw,
+    /// sch)` with a margin for the filter's support, then resamples the
+    /// exact (fractional) crop to the output size `(ow, oh)`.
+    fn render_resampled(
+        &mut self,
+        frame: &mut JpegFrame<'_>,
+        mut options: DecodeOptions,
+        [qx, qy, qw, qh]: [f64; 4],
+        (scw, sch): (usize, usize),
+        (ow, oh): (usize, usize),
+        out: &mut [u8],
+    ) -> gulp_io::Result<()> {
+        let margin = (qw / ow as f64).max(qh / oh as f64).ceil() + 1.0;
+        // From the iMCU column the region decode starts at anyway:
+        // decoded straight into the region buffer, not via a copy.
+        let x0 = frame.region_start(&options, to_usize((qx - margin).floor().max(0.0)));
+        let y0 = to_usize((qy - margin).floor().max(0.0));
+        let x1 = to_usize((qx + qw + margin).ceil()).min(scw);
+        let y1 = to_usize((qy + qh + margin).ceil()).min(sch);
+        let region = Crop {
+            x: x0,
+            y: y0,
+            width: x1 - x0,
+            height: y1 - y0,
+        };
+        options.crop = Some(region).filter(|c| (c.x, c.y, c.width, c.height) != (0, 0, scw, sch));
+        let len = region.width * region.height * 3;
+        if self.region.len() < len {
+            self.region.resize(len, 0);
+        }
+        frame.decode_into(&options, &mut self.region[..len])?;
+        // The same crop relative to the region (which contains it).
+        let (cx, cw) = inside(qx - x0 as f64, qw, region.width);
+        let (cy, ch) = inside(qy - y0 as f64, qh, region.height);
+        resample(
+            &mut self.resizer,
+            &self.region[..len],
+            (region.width, region.height),
+            (cx, cy, cw, ch),
+            (ow, oh),
+            out,
+        )
+        .map_err(|reason| {
+            gulp_io::Error::from(gulp_io::ErrorKind::Decode {
+                at: String::new(),
+                reason,
+            })
+        })
+    }
+}
+
+/// The least DCT scale n/8 with the output's resolution `(ow, oh)` over the
+/// crop `(sw, sh)` (in stored pixels), of 1, 2, 3, 4 and 8 eighths:
+/// libjpeg-turbo's inverse DCTs for 5/8, 6/8 and 7/8 are plain C and slower
+/// than its SIMD 8/8 (RandomResizedCrop 224 of 500-px photographs: 1,947
+/// images/s on one thread with these five, 1,665 with all eight). zune-jpeg
+/// decodes at full size only.
+fn dct_eighths(codec: Codec, (sw, sh): (f64, f64), (ow, oh): (usize, usize)) -> u8 {
+    match codec {
+        Codec::LibjpegTurbo => {
+            let need = 8.0 * (ow as f64 / sw).max(oh as f64 / sh);
+            FAST_EIGHTHS
+                .into_iter()
+                .find(|&n| f64::from(n) >= need - 1e-9)
+                .unwrap_or(8)
+        }
+        Codec::Zune => 8,
     }
 }
 
