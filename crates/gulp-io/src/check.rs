@@ -642,28 +642,7 @@ impl ChunkChecker<'_> {
             ok = false;
         }
         let jpeg = &record[..jpeg_len];
-        if !jpeg.starts_with(&JPEG_SOI) {
-            self.push(at(
-                ProblemKind::JpegStart,
-                format!(
-                    "frame does not start with the JPEG marker FFD8 (found {})",
-                    hex(&jpeg[..jpeg.len().min(2)])
-                ),
-            ));
-            ok = false;
-        }
-        if !jpeg.ends_with(&JPEG_EOI) {
-            let tail = &jpeg[jpeg.len().saturating_sub(2)..];
-            self.push(at(
-                ProblemKind::JpegEnd,
-                format!(
-                    "frame does not end with the JPEG marker FFD9 (found {} at byte {})",
-                    hex(tail),
-                    fi.loc + (jpeg.len() - tail.len()) as u64
-                ),
-            ));
-            ok = false;
-        }
+        ok &= self.check_markers(at, jpeg, fi.loc);
         if let Some(stored) = checksum {
             let computed = crc32fast::hash(jpeg);
             if computed != stored {
@@ -686,6 +665,40 @@ impl ChunkChecker<'_> {
                 Cow::Owned(bytes)
             }
         })
+    }
+
+    /// Reports a JPEG that does not start with FFD8 or does not end with
+    /// FFD9 (`loc`: its byte offset in the data file); whether both are there.
+    fn check_markers(
+        &mut self,
+        at: impl Fn(ProblemKind, String) -> Problem,
+        jpeg: &[u8],
+        loc: u64,
+    ) -> bool {
+        let mut ok = true;
+        if !jpeg.starts_with(&JPEG_SOI) {
+            self.push(at(
+                ProblemKind::JpegStart,
+                format!(
+                    "frame does not start with the JPEG marker FFD8 (found {})",
+                    hex(&jpeg[..jpeg.len().min(2)])
+                ),
+            ));
+            ok = false;
+        }
+        if !jpeg.ends_with(&JPEG_EOI) {
+            let tail = &jpeg[jpeg.len().saturating_sub(2)..];
+            self.push(at(
+                ProblemKind::JpegEnd,
+                format!(
+                    "frame does not end with the JPEG marker FFD9 (found {} at byte {})",
+                    hex(tail),
+                    loc + (jpeg.len() - tail.len()) as u64
+                ),
+            ));
+            ok = false;
+        }
+        ok
     }
 
     /// Reports every record that starts before an earlier one (by position)
