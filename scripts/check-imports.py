@@ -169,11 +169,9 @@ MAX_FUNCTION_LINES = 100
 # their length today: each fails the check if it grows; remove its entry once
 # it is split.
 NOT_YET_SPLIT = {
-    ("crates/gulp-cli/src/cmd/info.rs", "run"): 109,
     ("crates/gulp-cli/src/cmd/ingest.rs", "request"): 121,
     ("crates/gulp-ingest/src/pipeline.rs", "ingest"): 118,
     ("crates/gulp-ingest/src/video.rs", "decode_videos"): 116,
-    ("crates/gulp-io/src/directory.rs", "open_inner"): 142,
     ("crates/gulp-lint/src/scan.rs", "scan_item"): 147,
     ("crates/gulp-python/src/loader.rs", "new"): 145,
     ("crates/gulp-serve/src/pages.rs", "dir_summary"): 151,
@@ -269,11 +267,17 @@ def main():
     for name, places in duplicate_types(crates).items():
         failed = True
         print(f"check-imports: pub type {name} defined in {len(places)} crates: {', '.join(places.values())}")
-    for path, line, name, lines in long_functions(crates):
+    long = long_functions(crates)
+    for path, line, name, lines in long:
         if lines <= NOT_YET_SPLIT.get((path, name), 0):
             continue
         failed = True
         print(f"check-imports: {path}:{line}: fn {name} is {lines} lines (at most {MAX_FUNCTION_LINES})")
+    # The list only shrinks: a function split since is taken off it.
+    for path, name in sorted(set(NOT_YET_SPLIT) - {(p, n) for p, _, n, _ in long}):
+        failed = True
+        print(f"check-imports: {path}: fn {name} is no longer over {MAX_FUNCTION_LINES} lines: "
+              "take it off NOT_YET_SPLIT")
     for crate in sorted(os.listdir(crates)):
         src = os.path.join(crates, crate, "src")
         if not os.path.isdir(src):
@@ -291,7 +295,8 @@ def main():
     summary.append(f"python gulp {len(graph)}")
     if failed:
         return 1
-    print(f"check-imports: no import cycle (modules: {', '.join(summary)})")
+    print(f"check-imports: no import cycle (modules: {', '.join(summary)}), no public type in two crates, "
+          f"no function over {MAX_FUNCTION_LINES} lines but the {len(NOT_YET_SPLIT)} not yet split")
     return 0
 
 

@@ -430,8 +430,8 @@ pub struct IngestArgs {
     /// Chroma subsampling of the frames gulp encodes: auto is 4:2:0 for
     /// video frames (the chroma resolution videos have) and 4:4:4 for images;
     /// 444 is gulpio2's layout for everything.
-    #[arg(long, value_parser = ChoiceParser::<gulp_ingest::Subsampling>::new(), default_value = "auto")]
-    pub subsampling: gulp_ingest::Subsampling,
+    #[arg(long, value_parser = ChoiceParser::<gulp_ingest::SubsamplingChoice>::new(), default_value = "auto")]
+    pub subsampling: gulp_ingest::SubsamplingChoice,
     /// Threads each ffmpeg process decodes a video with (default: the cores
     /// divided among the workers, at least 1).
     #[arg(long, value_name = "N")]

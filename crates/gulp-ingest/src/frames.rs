@@ -34,7 +34,7 @@ pub struct FrameOptions {
     /// frame.
     pub frame_rate: Option<f64>,
     /// Chroma subsampling of the JPEGs gulp encodes.
-    pub subsampling: Subsampling,
+    pub subsampling: SubsamplingChoice,
     /// Threads each ffmpeg process decodes with (its input `-threads`).
     /// `None` leaves the choice to ffmpeg when [`encode_frames`] is called
     /// directly, while [`crate::ingest`] gives each worker's ffmpeg its
@@ -46,7 +46,7 @@ pub struct FrameOptions {
 
 /// Chroma subsampling of encoded JPEGs (stored JPEGs keep theirs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Subsampling {
+pub enum SubsamplingChoice {
     /// The source's chroma resolution: 4:2:0 for video frames (which
     /// ffmpeg decodes as 4:2:0), 4:4:4 for images and pixels.
     #[default]
@@ -59,21 +59,21 @@ pub enum Subsampling {
 
 // `auto`, `444` (`4:4:4`) or `420` (`4:2:0`): the names every front end
 // parses (`--subsampling`, `gulp.ingest(subsampling=...)`).
-gulp_io::choice!(Subsampling, "subsampling", {
-    Subsampling::Auto => "auto",
-    Subsampling::S444 => "444" | "4:4:4",
-    Subsampling::S420 => "420" | "4:2:0",
+gulp_io::choice!(SubsamplingChoice, "subsampling", {
+    SubsamplingChoice::Auto => "auto",
+    SubsamplingChoice::S444 => "444" | "4:4:4",
+    SubsamplingChoice::S420 => "420" | "4:2:0",
 });
 
-impl Subsampling {
+impl SubsamplingChoice {
     /// Whether images and pixel frames keep full chroma resolution.
     fn full_for_images(self) -> bool {
-        self != Subsampling::S420
+        self != SubsamplingChoice::S420
     }
 
     /// Whether video frames keep full chroma resolution.
     fn full_for_video(self) -> bool {
-        self == Subsampling::S444
+        self == SubsamplingChoice::S444
     }
 }
 
@@ -94,7 +94,7 @@ impl Default for FrameOptions {
             max_size: None,
             quality: 90,
             frame_rate: None,
-            subsampling: Subsampling::Auto,
+            subsampling: SubsamplingChoice::Auto,
             decode_threads: None,
         }
     }
@@ -173,14 +173,14 @@ pub type JpegSink<'a> = dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send + 'a;
 
 /// Encodes several videos with one ffmpeg process
 /// ([`video::decode_videos`]), each video's JPEG frames going to its sink
-/// (from a thread of its own). Anything but [`video::Batch::Decoded`]: what
+/// (from a thread of its own). Anything but [`video::BatchOutcome::Decoded`]: what
 /// the sinks got must be thrown away and each video encoded with
 /// [`encode_frames`], which reports its own errors.
 pub fn encode_videos(
     paths: &[&Path],
     opts: &FrameOptions,
     sinks: &mut [&mut JpegSink<'_>],
-) -> video::Batch {
+) -> video::BatchOutcome {
     let mut encoders: Vec<_> = sinks
         .iter_mut()
         .map(|sink| {

@@ -44,7 +44,7 @@ pub mod yuv;
 
 pub use crate::dataset::{DatasetAdapter, FrameSource, Item, Pixels};
 pub use crate::error::{Error, ItemError, Result, SkippedItem};
-pub use crate::frames::{FrameOptions, Subsampling};
+pub use crate::frames::{FrameOptions, SubsamplingChoice};
 pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};
 pub use crate::request::{AdapterKind, AdapterOptions, IngestRequest};
 pub use crate::shard::{PLAN_FILE, Plan, Shard, finished_tasks, is_bookkeeping};

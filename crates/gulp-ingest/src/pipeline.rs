@@ -31,7 +31,7 @@ use crate::error::{Error, ItemError, Result, SkippedItem};
 use crate::frames::{FrameOptions, JpegSink, encode_frames, encode_videos};
 use crate::shard::{Plan, Shard, TaskLock};
 use crate::staging::Staging;
-use crate::video::{BATCH, BATCH_MAX_FILE, Batch};
+use crate::video::{BATCH, BATCH_MAX_FILE, BatchOutcome};
 
 /// How much encoded frame data the items in flight may hold in memory in
 /// all; an item beyond its share spills to an unnamed temporary file.
@@ -601,9 +601,9 @@ impl Run<'_> {
             .collect();
         let mut refs: Vec<&mut JpegSink<'_>> = sinks.iter_mut().map(|s| s as _).collect();
         match encode_videos(&paths, &self.frames, &mut refs) {
-            Batch::Decoded => {}
-            Batch::Failed => return result,
-            Batch::TooLarge => {
+            BatchOutcome::Decoded => {}
+            BatchOutcome::Failed => return result,
+            BatchOutcome::TooLarge => {
                 self.batching.store(false, Ordering::Relaxed);
                 return result;
             }

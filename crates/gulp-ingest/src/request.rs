@@ -262,7 +262,7 @@ impl IngestRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frames::Subsampling;
+    use crate::frames::SubsamplingChoice;
 
     #[test]
     fn kinds_round_trip_by_name() {
@@ -301,9 +301,9 @@ mod tests {
         r.options.frames.quality = 0;
         assert!(r.check().expect_err("q").to_string().contains("quality"));
         assert_eq!(
-            "4:2:0".parse::<Subsampling>().expect("ok"),
-            Subsampling::S420
+            "4:2:0".parse::<SubsamplingChoice>().expect("ok"),
+            SubsamplingChoice::S420
         );
-        assert!("422".parse::<Subsampling>().is_err());
+        assert!("422".parse::<SubsamplingChoice>().is_err());
     }
 }

@@ -173,7 +173,7 @@ pub type SendSink<'a> = dyn FnMut(Yuv420) -> Result<(), ItemError> + Send + 'a;
 /// until the outputs before it are done; each one still starts early, as
 /// ffmpeg sets up every output before it sorts them by time.
 ///
-/// [`Batch::Decoded`] only if ffmpeg succeeded without printing an error and
+/// [`BatchOutcome::Decoded`] only if ffmpeg succeeded without printing an error and
 /// every video gave at least one frame that its sink took. Otherwise the
 /// caller must throw away what the sinks received and decode the videos one
 /// by one with [`decode_video`], which reports each one's errors against it.
@@ -182,15 +182,15 @@ pub fn decode_videos(
     frame_rate: Option<f64>,
     threads: Option<NonZeroU32>,
     sinks: &mut [&mut SendSink<'_>],
-) -> Batch {
+) -> BatchOutcome {
     if paths.is_empty() || paths.len() != sinks.len() {
-        return Batch::Failed;
+        return BatchOutcome::Failed;
     }
     if frame_rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-        return Batch::Failed;
+        return BatchOutcome::Failed;
     }
     let Ok(dir) = tempfile::Builder::new().prefix("gulp-ffmpeg-").tempdir() else {
-        return Batch::Failed;
+        return BatchOutcome::Failed;
     };
     // One named pipe per video, both ends open before ffmpeg starts (see
     // `open_fifo`).
@@ -200,13 +200,13 @@ pub fn decode_videos(
         let fifo = dir.path().join(format!("{i}.y4m"));
         match open_fifo(&fifo) {
             Ok(pair) => ends.push(pair),
-            Err(_) => return Batch::Failed,
+            Err(_) => return BatchOutcome::Failed,
         }
         fifos.push(fifo);
     }
     let (readers, keepers): (Vec<File>, Vec<File>) = ends.into_iter().unzip();
     let Ok(ffmpeg) = ffmpeg::binary() else {
-        return Batch::Failed;
+        return BatchOutcome::Failed;
     };
     let serial = SERIAL.load(Ordering::Relaxed);
     let mut cmd = Command::new(ffmpeg);
@@ -229,7 +229,7 @@ pub fn decode_videos(
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let Ok(mut child) = cmd.spawn() else {
-        return Batch::Failed;
+        return BatchOutcome::Failed;
     };
     let stderr = collect_stderr(&mut child);
     let too_large = AtomicBool::new(false);
@@ -286,17 +286,17 @@ pub fn decode_videos(
         SERIAL.store(false, Ordering::Relaxed);
     }
     if too_large.load(Ordering::Relaxed) {
-        Batch::TooLarge
+        BatchOutcome::TooLarge
     } else if all_read && message.is_none() {
-        Batch::Decoded
+        BatchOutcome::Decoded
     } else {
-        Batch::Failed
+        BatchOutcome::Failed
     }
 }
 
 /// What became of a batch given to [`decode_videos`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Batch {
+pub enum BatchOutcome {
     /// Every video was decoded and taken by its sink.
     Decoded,
     /// Something failed (a video, ffmpeg, a sink); decode them one by one.

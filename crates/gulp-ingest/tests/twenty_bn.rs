@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use gulp_ingest::adapters::Dataset;
 use gulp_ingest::yuv::Yuv420;
-use gulp_ingest::{FrameOptions, IngestOptions, Subsampling, ingest, video};
+use gulp_ingest::{FrameOptions, IngestOptions, SubsamplingChoice, ingest, video};
 use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
 use gulp_test_support::media;
 
@@ -46,7 +46,7 @@ fn gulpio2_integration_scenario() {
         items_per_chunk: 10,
         workers: 2,
         frames: FrameOptions {
-            subsampling: Subsampling::S444,
+            subsampling: SubsamplingChoice::S444,
             ..FrameOptions::default()
         },
         ..IngestOptions::default()
@@ -278,7 +278,10 @@ fn video_frames_keep_their_colours() {
     ]);
     let frame_len = 160 * 120 * 3;
     assert_eq!(reference.len() % frame_len, 0);
-    for (subsampling, sampling) in [(Subsampling::Auto, 0x22), (Subsampling::S444, 0x11)] {
+    for (subsampling, sampling) in [
+        (SubsamplingChoice::Auto, 0x22),
+        (SubsamplingChoice::S444, 0x11),
+    ] {
         let out = tmp.path().join(format!("out-{subsampling:?}"));
         let opts = IngestOptions {
             items_per_chunk: 10,
@@ -341,7 +344,7 @@ fn decode_batch(
     paths: &[&Path],
     rate: Option<f64>,
     sink: &(dyn Fn(usize, Yuv420) + Sync),
-) -> video::Batch {
+) -> video::BatchOutcome {
     let mut sinks: Vec<_> = (0..paths.len())
         .map(|i| {
             move |frame| {
@@ -401,7 +404,7 @@ fn batched_decoding_matches_single() {
     for rate in [Some(8.0), None] {
         let paths = [bw.as_path(), pattern.as_path(), late.as_path()];
         let (outcome, got) = batch(&paths, rate);
-        assert_eq!(outcome, video::Batch::Decoded, "batch at {rate:?}");
+        assert_eq!(outcome, video::BatchOutcome::Decoded, "batch at {rate:?}");
         for (path, frames) in paths.iter().zip(&got) {
             assert_eq!(
                 frames,
@@ -413,9 +416,9 @@ fn batched_decoding_matches_single() {
     }
     assert!(!single(&big, Some(8.0)).is_empty(), "big decodes alone");
     for (bad, want) in [
-        (&garbage, video::Batch::Failed),
-        (&missing, video::Batch::Failed),
-        (&big, video::Batch::TooLarge),
+        (&garbage, video::BatchOutcome::Failed),
+        (&missing, video::BatchOutcome::Failed),
+        (&big, video::BatchOutcome::TooLarge),
     ] {
         let (outcome, _) = batch(&[bw.as_path(), bad.as_path(), late.as_path()], Some(8.0));
         assert_eq!(outcome, want, "{}", bad.display());
@@ -426,7 +429,7 @@ fn batched_decoding_matches_single() {
     let mut refs: Vec<&mut video::SendSink<'_>> = vec![&mut fine, &mut fail];
     assert_eq!(
         video::decode_videos(&[bw.as_path(), late.as_path()], Some(8.0), None, &mut refs),
-        video::Batch::Failed
+        video::BatchOutcome::Failed
     );
 }
 
@@ -449,7 +452,7 @@ fn batched_videos_are_decoded_one_after_another() {
     let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     assert_eq!(
         decode_batch(&paths, Some(8.0), &|i, _| order.lock().unwrap().push(i)),
-        video::Batch::Decoded
+        video::BatchOutcome::Decoded
     );
     let order = order.into_inner().unwrap();
     // What ffmpeg -r gives for 3 s of video at 8 fps.
