@@ -4,6 +4,7 @@ checking it costs.
 
     .venv/bin/python scripts/million.py build OUT [--items 1000000] [--frames 30]
     .venv/bin/python scripts/million.py measure OUT
+    .venv/bin/python scripts/million.py where OUT
 
 `build` writes OUT/json (JSON meta, as gulpio2 writes it) and OUT/msgpack
 (the same data files, hard-linked, with msgpack meta from `gulp convert`):
@@ -24,6 +25,10 @@ their anonymous memory added up), `gulp check` and `gulp info`. Memory is
 RssAnon less that of the interpreter after importing gulp and numpy: the
 pages of mapped files (the index, the data) are the node's page cache,
 shared, and not counted.
+
+`where` times `ClipLoader(where=...)` keeping two thirds of the items, as
+a `gulp.col` predicate on the label (answered from the index file), on
+another key (every meta parsed in Rust) and as a Python function.
 """
 
 import argparse
@@ -120,8 +125,16 @@ if step == "open":
     n = len(gd)
     out = {"seconds": time.time() - t, "items": n}
 else:
+    # The subsets of --where: two thirds of the items, by the label (read
+    # from the index file), by another key (read from the metas, in Rust),
+    # or by a Python function.
+    where = {"loader": None,
+             "where-label": gulp.col("label") != "holding",
+             "where-key": gulp.col("idx") < 2,
+             "where-function": lambda meta: meta["label"] != "holding"}[step]
     loader = gulp.ClipLoader(path, frames=1, resize=None, size=16, crop="center", batch_size=8,
-                             shuffle=True, seed=0, threads=2, rank=rank, world_size=world)
+                             shuffle=True, seed=0, threads=2, rank=rank, world_size=world,
+                             where=where)
     out = {"seconds": time.time() - t, "items": loader.items, "batches": len(loader)}
     out["anon_mb_made"] = (anon_kb() - base) / 1024
     t = time.time()
@@ -159,6 +172,22 @@ def timed(cmd):
     return time.time() - t, done.returncode
 
 
+def measure_where(out, formats):
+    """`ClipLoader(where=...)` keeping two thirds of the items: a
+    `gulp.col` predicate on the label (answered from the index file), one
+    on another key (the metas parsed in Rust), and a Python function."""
+    for fmt in formats:
+        path = os.path.join(out, fmt)
+        if not os.path.isdir(path):
+            continue
+        if not os.path.exists(os.path.join(path, gulp.INDEX_FILE)):
+            subprocess.run([gulp_cmd(), "index", path], check=True, stdout=subprocess.DEVNULL)
+        runs = {what: step(path, what) for what in ("where-label", "where-key", "where-function")}
+        print(f"million.py: {fmt:7} where= | " + " | ".join(
+            f"{what[6:]}: {r['items']} items in {r['seconds']:.2f} s, +{r['anon_mb_made']:.0f} MB"
+            for what, r in runs.items()), flush=True)
+
+
 def measure(out, formats, world):
     for fmt in formats:
         path = os.path.join(out, fmt)
@@ -188,7 +217,7 @@ def measure(out, formats, world):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["build", "measure"])
+    parser.add_argument("what", choices=["build", "measure", "where"])
     parser.add_argument("out")
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--frames", type=int, default=30)
@@ -201,6 +230,8 @@ def main():
     args = parser.parse_args()
     if args.what == "build":
         build(args.out, args.items, args.frames, args.per_chunk)
+    elif args.what == "where":
+        measure_where(args.out, args.formats.split(","))
     else:
         measure(args.out, args.formats.split(","), args.ranks)
 

@@ -10,15 +10,16 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use gulp_format::{DirIndex, Value};
+use gulp_format::{DirIndex, NO_LABEL, Value};
 use gulp_io::{ChunkReader, GulpDirectory, LABEL_FILE, LabelIndex};
 
 use crate::compose::{Composition, Draw, Sampler};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fnv;
 use crate::frames::FrameTable;
+use crate::indexed::IndexedSource;
 use crate::options::LoaderOptions;
-use crate::source::{Amount, Source};
+use crate::source::{Amount, ItemFilter, ItemWeights, Source};
 use crate::targets::{LabelSpace, OnMissing, Problem, Target, TargetTable};
 
 /// One source's directory and its data files.
@@ -72,11 +73,10 @@ pub(crate) struct Catalog {
     items: Vec<Item>,
     /// Every item's records.
     frames: FrameTable,
-    /// With every source read from its directory's index file (no subset,
-    /// filter, weights or segments, the default target): each source's
-    /// first sample, its samples being its directory's items in order.
-    /// `items` and `frames` are then empty: a rank holds nothing per item.
-    indexed: Option<Vec<(usize, Arc<DirIndex>)>>,
+    /// With every source read from its directory's index file (see
+    /// [`read_indexed`]). `items` and `frames` are then empty: a rank holds
+    /// nothing per item, or 4 bytes an item kept of a subset.
+    indexed: Option<Vec<IndexedSource>>,
     /// A sample's item and frames, when samples are segments; else sample
     /// `k` is item `k`, all its frames.
     spans: Option<Vec<Span>>,
@@ -100,7 +100,7 @@ impl Catalog {
     /// The number of items the loader keeps.
     pub(crate) fn n_items(&self) -> usize {
         match &self.indexed {
-            Some(parts) => parts.iter().map(|(_, index)| index.len()).sum(),
+            Some(parts) => parts.iter().map(IndexedSource::len).sum(),
             None => self.items.len(),
         }
     }
@@ -114,7 +114,7 @@ impl Catalog {
     pub(crate) fn frame(&self, item: &Item, k: usize) -> gulp_format::FrameInfo {
         match &self.indexed {
             Some(parts) => parts[item.source as usize]
-                .1
+                .index
                 .record((item.first + k) as u64),
             None => self.frames.get(item.first + k),
         }
@@ -232,9 +232,10 @@ impl Catalog {
     /// Sample `sample`'s item and frames `start..end`.
     pub(crate) fn sample(&self, sample: usize) -> (Item, usize, usize) {
         if let Some(parts) = &self.indexed {
-            let source = parts.partition_point(|(first, _)| *first <= sample) - 1;
-            let (first, index) = &parts[source];
-            let global = sample - first;
+            let source = parts.partition_point(|p| p.first <= sample) - 1;
+            let part = &parts[source];
+            let index = &part.index;
+            let global = part.item(sample - part.first);
             let chunk = index.chunk_of(global);
             let frames = index.frames(global);
             #[allow(clippy::cast_possible_truncation)] // < 2^32 each, checked when made
@@ -418,7 +419,7 @@ struct Read {
     sizes: Vec<u32>,
     /// Each source's first sample.
     firsts: Vec<usize>,
-    indexed: Option<Vec<(usize, Arc<DirIndex>)>>,
+    indexed: Option<Vec<IndexedSource>>,
 }
 
 /// Reads every source's items from its chunks' meta files, parsing each
@@ -487,31 +488,33 @@ fn samples_u32(source: &Source, n: usize) -> Result<u32> {
 }
 
 /// Reads the sources from their directories' index files, when every one
-/// has a fresh one and the loader keeps every item as it is (no subset,
-/// filter, weights or segments; the default target read from the index's
-/// label key, every label value numbered): nothing is then held per item,
-/// the samples being the items in directory order, their frames and
-/// targets read from the files that every process of the node maps.
-/// `None` when the sources must be read from their meta files; the samples,
-/// targets and fingerprints are those [`read_metas`] gives.
+/// has a fresh one and what the loader asks of the metas is in it: the
+/// default target read from the index's label key (every label value
+/// numbered), no segments, and for each source at most an id list, a
+/// [`Predicate`](crate::Predicate) on the label key and
+/// [`WeightColumn`](crate::WeightColumn) weights on it (both evaluated once
+/// per label value). Nothing is then held per item, or 4 bytes an item kept
+/// of a subset, the items' frames and targets read from the files that
+/// every process of the node maps. `None` when the sources must be read
+/// from their meta files (also for any error those would report, so that
+/// it is theirs); the samples, targets, weights and fingerprints are those
+/// [`read_metas`] gives.
 fn read_indexed(
     sources: &[Source],
     dirs: &[GulpDirectory],
     options: &LoaderOptions,
     spaces: &[LabelSpace],
 ) -> Result<Option<Read>> {
-    let plain = options.segments.is_none()
-        && matches!(options.target, Target::Label)
-        && options.labels.key == gulp_io::LABEL_KEY
-        && sources
-            .iter()
-            .all(|s| s.ids.is_none() && s.filter.is_none() && s.weights.is_none());
-    if !plain {
+    if options.segments.is_some()
+        || !matches!(options.target, Target::Label)
+        || options.labels.key != gulp_io::LABEL_KEY
+    {
         return Ok(None);
     }
     let mut parts = Vec::with_capacity(sources.len());
     let mut classes = Vec::with_capacity(sources.len());
-    for (dir, space) in dirs.iter().zip(spaces) {
+    let mut code_weights = Vec::with_capacity(sources.len());
+    for ((source, dir), space) in sources.iter().zip(dirs).zip(spaces) {
         let Some(index) = dir.index_file() else {
             return Ok(None);
         };
@@ -522,53 +525,188 @@ fn read_indexed(
         {
             return Ok(None);
         }
+        let values = index.label_values();
         // Each label value's class, as the meta path numbers it; a value
         // that is a problem there (not in the label index) is left to it.
-        let mut of_code = Vec::new();
-        for value in index.label_values() {
-            match space.class(gulp_io::LABEL_KEY, Some(&value)) {
+        let mut of_code = Vec::with_capacity(values.len());
+        for value in &values {
+            match space.class(gulp_io::LABEL_KEY, Some(value)) {
                 Ok(class) => of_code.push(class.unwrap_or(-1)),
                 Err(_) => return Ok(None),
             }
         }
+        let Some(by_code) = LabelCodes::of(source, index, &values) else {
+            return Ok(None);
+        };
         if (0..index.len())
             .any(|i| index.frames(i).end - index.frames(i).start > u64::from(u32::MAX))
         {
             return Ok(None);
         }
-        parts.push(Arc::clone(index));
+        let Some((kept, item_weights)) = by_code.items(source, index) else {
+            return Ok(None);
+        };
+        parts.push((Arc::clone(index), kept));
         classes.push(of_code);
+        code_weights.push(item_weights);
     }
     let mut subset = Fnv::default();
     let mut sizes = Vec::with_capacity(sources.len());
     let mut firsts = Vec::with_capacity(sources.len());
+    let mut weights = sources.iter().any(|s| s.weights.is_some()).then(Vec::new);
+    let mut indexed = Vec::with_capacity(sources.len());
     let mut samples = 0;
-    for (k, (source, index)) in sources.iter().zip(&parts).enumerate() {
+    for (k, (source, ((index, kept), item_weights))) in sources
+        .iter()
+        .zip(parts.into_iter().zip(code_weights))
+        .enumerate()
+    {
+        let part = IndexedSource {
+            first: samples,
+            index,
+            kept: kept.map(Arc::from),
+        };
         subset.write_str(&format!("source {k}"));
-        for i in 0..index.len() {
-            subset.write_str(index.id(i));
+        for local in 0..part.len() {
+            subset.write_str(part.index.id(part.item(local)));
+        }
+        if let Some(weights) = &mut weights {
+            match item_weights {
+                Some(w) => weights.extend(w),
+                None => weights.extend(std::iter::repeat_n(1.0, part.len())),
+            }
         }
         firsts.push(samples);
-        sizes.push(samples_u32(source, index.len())?);
-        samples += index.len();
+        sizes.push(samples_u32(source, part.len())?);
+        samples += part.len();
+        indexed.push(part);
     }
-    let coded = firsts
-        .iter()
-        .zip(parts.iter().zip(classes))
-        .map(|(&first, (index, of_code))| (first, Arc::clone(index), of_code))
-        .collect();
+    let coded = indexed.iter().cloned().zip(classes).collect();
     Ok(Some(Read {
         items: Vec::new(),
         frames: FrameTable::default(),
         spans: None,
         targets: TargetTable::coded(&options.target, coded),
-        weights: None,
+        weights,
         missing: 0,
         subset,
         sizes,
-        indexed: Some(firsts.iter().copied().zip(parts).collect()),
         firsts,
+        indexed: Some(indexed),
     }))
+}
+
+/// A source's filter and weights as functions of an index's label codes,
+/// each evaluated once per label value (the last entry for items without
+/// one); `None` for a value whose evaluation fails or gives an invalid
+/// weight, which the meta path reports if an item has it.
+struct LabelCodes {
+    /// Whether items of each code are kept (`None`: all are).
+    keep: Option<Vec<Option<bool>>>,
+    /// The weight of each code's items.
+    weights: Option<Vec<Option<f64>>>,
+}
+
+impl LabelCodes {
+    /// `None` when the source's filter or weights read more than the label
+    /// key or are functions.
+    fn of(source: &Source, index: &DirIndex, values: &[Value]) -> Option<LabelCodes> {
+        let key = index.label_key();
+        // The meta of an item with each label value, then of one without.
+        let metas: Vec<Value> = values
+            .iter()
+            .map(|v| {
+                let mut m = gulp_format::Map::default();
+                m.insert(key.to_owned(), v.clone());
+                Value::Object(m)
+            })
+            .chain([Value::Object(gulp_format::Map::default())])
+            .collect();
+        let keep = match &source.filter {
+            None => None,
+            Some(ItemFilter::Column(p)) if p.reads_only(key) => {
+                Some(metas.iter().map(|m| p.eval(m).ok()).collect())
+            }
+            Some(_) => return None,
+        };
+        let weights = match &source.weights {
+            None => None,
+            Some(ItemWeights::Column(c)) if c.key() == key => Some(
+                metas
+                    .iter()
+                    .map(|m| c.eval(m).ok().filter(|w| w.is_finite() && *w >= 0.0))
+                    .collect(),
+            ),
+            Some(_) => return None,
+        };
+        Some(LabelCodes { keep, weights })
+    }
+
+    /// The entry of `table` for global item `item` of `index`.
+    fn of_item<T: Copy>(table: &[Option<T>], index: &DirIndex, item: usize) -> Option<T> {
+        match index.label_code(item) {
+            NO_LABEL => table[table.len() - 1],
+            code => table[code as usize],
+        }
+    }
+
+    /// The items of `index` the source keeps, in order (`None`: all of
+    /// them), and their weights if it has some; `None` when an id asked for
+    /// is not in the directory, or a kept item's value has no valid
+    /// evaluation (the meta path reports either).
+    #[allow(clippy::type_complexity)]
+    fn items(
+        &self,
+        source: &Source,
+        index: &DirIndex,
+    ) -> Option<(Option<Vec<u32>>, Option<Vec<f64>>)> {
+        let kept_by_code = |item: usize| match &self.keep {
+            None => Some(true),
+            Some(keep) => LabelCodes::of_item(keep, index, item),
+        };
+        #[allow(clippy::cast_possible_truncation)] // the index has < 2^32 items, checked
+        let kept: Option<Vec<u32>> = match &source.ids {
+            Some(ids) => {
+                let mut items = Vec::with_capacity(ids.len());
+                for id in ids {
+                    items.push(index.find(id)? as u32);
+                }
+                items.sort_unstable();
+                items.dedup();
+                let mut kept = Vec::with_capacity(items.len());
+                for i in items {
+                    if kept_by_code(i as usize)? {
+                        kept.push(i);
+                    }
+                }
+                Some(kept)
+            }
+            None if self.keep.is_none() => None,
+            None => {
+                let mut kept = Vec::new();
+                for i in 0..index.len() {
+                    if kept_by_code(i)? {
+                        kept.push(i as u32);
+                    }
+                }
+                Some(kept)
+            }
+        };
+        let weights = match &self.weights {
+            None => None,
+            Some(table) => {
+                let of = |i: usize| LabelCodes::of_item(table, index, i);
+                Some(match &kept {
+                    Some(kept) => kept
+                        .iter()
+                        .map(|&i| of(i as usize))
+                        .collect::<Option<_>>()?,
+                    None => (0..index.len()).map(of).collect::<Option<_>>()?,
+                })
+            }
+        };
+        Some((kept, weights))
+    }
 }
 
 /// The label index of each source: its own (given, else the loader's, else
@@ -695,7 +833,7 @@ impl Builder<'_> {
                 }
                 let m = item.first_meta_data().unwrap_or(&null);
                 if let Some(keep) = &source.filter {
-                    let keep = keep(id, m).map_err(|reason| Error::Meta {
+                    let keep = keep.keeps(id, m).map_err(|reason| Error::Meta {
                         path: path.to_owned(),
                         id: id.to_owned(),
                         key: "where".into(),
@@ -720,7 +858,7 @@ impl Builder<'_> {
                 }
                 if let Some(weights) = &mut self.weights {
                     let w = match &source.weights {
-                        Some(weigh) => weigh(id, m).map_err(|reason| Error::Meta {
+                        Some(weigh) => weigh.weigh(id, m).map_err(|reason| Error::Meta {
                             path: path.to_owned(),
                             id: id.to_owned(),
                             key: "weights".into(),

@@ -51,10 +51,12 @@
 #![deny(unsafe_code)]
 
 mod catalog;
+mod column;
 mod compose;
 mod error;
 mod fingerprint;
 mod frames;
+mod indexed;
 mod loader;
 mod options;
 mod order;
@@ -69,6 +71,7 @@ mod source;
 mod targets;
 mod transform;
 
+pub use crate::column::{Compare, Predicate, WeightColumn};
 pub use crate::compose::Sampler;
 pub use crate::error::{Error, Result};
 pub use crate::loader::{Batch, Batches, Loader, SkippedClip, State, default_threads};
@@ -79,7 +82,7 @@ pub use crate::resample::{Filter, Sample, Shape, nearest_indices, resample};
 pub use crate::rng::Rng;
 pub use crate::sampling::{Placement, Sampling, V1Window, clip_indices};
 pub use crate::segments::{Bounds, DURATION_KEY, FPS_KEY, Segments, Unit};
-pub use crate::source::{Amount, ItemFn, Source, read_ids};
+pub use crate::source::{Amount, ItemFilter, ItemFn, ItemWeights, Source, read_ids};
 pub use crate::targets::{
     OnMissing, Target, TargetFn, TargetKeys, TargetKind, TargetValues, Targets,
 };

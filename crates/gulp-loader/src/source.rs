@@ -9,12 +9,52 @@ use std::sync::Arc;
 
 use gulp_format::Value;
 
+use crate::column::{Predicate, WeightColumn};
 use crate::error::{Error, Result};
 
 /// A function of an item's id and meta (`meta_data[0]`, `Null` if the item
 /// has none), evaluated once per item when the loader is made, never per
 /// batch. An `Err` is reported with the directory and the id.
 pub type ItemFn<T> = Arc<dyn Fn(&str, &Value) -> std::result::Result<T, String> + Send + Sync>;
+
+/// Which items a source keeps: an expression on meta keys, evaluated in
+/// Rust (and per label value on an index file), or any function.
+#[derive(Clone)]
+pub enum ItemFilter {
+    /// An expression on meta keys.
+    Column(Predicate),
+    /// A function of the id and meta.
+    Fn(ItemFn<bool>),
+}
+
+impl ItemFilter {
+    /// Whether the item `id` with meta `meta` is kept.
+    pub fn keeps(&self, id: &str, meta: &Value) -> std::result::Result<bool, String> {
+        match self {
+            ItemFilter::Column(p) => p.eval(meta),
+            ItemFilter::Fn(f) => f(id, meta),
+        }
+    }
+}
+
+/// Each item's sampling weight: read from a meta key, or any function.
+#[derive(Clone)]
+pub enum ItemWeights {
+    /// From a meta key.
+    Column(WeightColumn),
+    /// A function of the id and meta.
+    Fn(ItemFn<f64>),
+}
+
+impl ItemWeights {
+    /// The weight of the item `id` with meta `meta`.
+    pub fn weigh(&self, id: &str, meta: &Value) -> std::result::Result<f64, String> {
+        match self {
+            ItemWeights::Column(c) => c.eval(meta),
+            ItemWeights::Fn(f) => f(id, meta),
+        }
+    }
+}
 
 /// How many samples a source gives per epoch (MosaicML Streaming's
 /// `proportion`, `repeat` and `choose`). Counts are exact: an epoch holds
@@ -57,11 +97,11 @@ pub struct Source {
     /// Keep only these ids (each must be in the directory).
     pub ids: Option<Vec<String>>,
     /// Keep only the items for which this is `true`.
-    pub filter: Option<ItemFn<bool>>,
+    pub filter: Option<ItemFilter>,
     /// Each item's weight, for sampling in proportion to it (an item's
     /// segments share its weight). Weights are finite and non-negative, and
     /// not all 0.
-    pub weights: Option<ItemFn<f64>>,
+    pub weights: Option<ItemWeights>,
     /// Label → class index of this source's string labels; `None` reads
     /// [`LoaderOptions::labels`](crate::LoaderOptions::labels), then the
     /// directory's `label2idx.json`.
@@ -94,7 +134,21 @@ impl Source {
         mut self,
         keep: impl Fn(&str, &Value) -> std::result::Result<bool, String> + Send + Sync + 'static,
     ) -> Source {
-        self.filter = Some(Arc::new(keep));
+        self.filter = Some(ItemFilter::Fn(Arc::new(keep)));
+        self
+    }
+
+    /// Keeping only the items for which `keep` holds.
+    #[must_use]
+    pub fn keep(mut self, keep: Predicate) -> Source {
+        self.filter = Some(ItemFilter::Column(keep));
+        self
+    }
+
+    /// Sampling each item in proportion to the weight `weights` reads.
+    #[must_use]
+    pub fn weigh(mut self, weights: WeightColumn) -> Source {
+        self.weights = Some(ItemWeights::Column(weights));
         self
     }
 }

@@ -8,10 +8,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gulp_format::{DirIndex, JsonSerializer, NO_LABEL, Value};
+use gulp_format::{JsonSerializer, NO_LABEL, Value};
 use gulp_io::LabelIndex;
 
 use crate::fingerprint::Fnv;
+use crate::indexed::IndexedSource;
 
 /// A target computed from an item's id, its meta and, for a segment, the
 /// segment's object: `Ok(None)` when the item has none (see
@@ -310,22 +311,22 @@ enum Column {
         members: Vec<u32>,
     },
     /// One class per sample read from directories' index files: each
-    /// source's first row, its index (its items being its rows in order)
-    /// and the class of each of the index's label codes.
-    Coded(Vec<(usize, Arc<DirIndex>, Vec<i64>)>),
+    /// source's rows in its index and the class of each of the index's
+    /// label codes.
+    Coded(Vec<(IndexedSource, Vec<i64>)>),
 }
 
 /// The class of row `row` of a [`Column::Coded`].
-fn coded_class(parts: &[(usize, Arc<DirIndex>, Vec<i64>)], row: usize) -> Option<i64> {
+fn coded_class(parts: &[(IndexedSource, Vec<i64>)], row: usize) -> Option<i64> {
     let part = parts
-        .partition_point(|(first, _, _)| *first <= row)
+        .partition_point(|(source, _)| source.first <= row)
         .checked_sub(1)?;
-    let (first, index, of_code) = &parts[part];
-    let item = row - first;
-    if item >= index.len() {
+    let (source, of_code) = &parts[part];
+    let local = row - source.first;
+    if local >= source.len() {
         return None;
     }
-    match index.label_code(item) {
+    match source.index.label_code(source.item(local)) {
         NO_LABEL => Some(-1),
         code => of_code.get(code as usize).copied(),
     }
@@ -367,10 +368,7 @@ impl TargetTable {
 
     /// The table of a [`Target::Label`] whose classes are read from index
     /// files (see [`Column::Coded`]).
-    pub(crate) fn coded(
-        target: &Target,
-        parts: Vec<(usize, Arc<DirIndex>, Vec<i64>)>,
-    ) -> TargetTable {
+    pub(crate) fn coded(target: &Target, parts: Vec<(IndexedSource, Vec<i64>)>) -> TargetTable {
         TargetTable {
             target: target.clone(),
             shape: Some(vec![]),
@@ -379,10 +377,10 @@ impl TargetTable {
     }
 
     /// The number of rows of a [`Column::Coded`] table.
-    fn coded_rows(parts: &[(usize, Arc<DirIndex>, Vec<i64>)]) -> usize {
+    fn coded_rows(parts: &[(IndexedSource, Vec<i64>)]) -> usize {
         parts
             .last()
-            .map_or(0, |(first, index, _)| first + index.len())
+            .map_or(0, |(source, _)| source.first + source.len())
     }
 
     /// Room for `rows` more rows (one per item without segments), so that

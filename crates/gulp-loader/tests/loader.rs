@@ -9,8 +9,9 @@ use std::sync::Arc;
 use gulp_format::{JsonSerializer, Value};
 use gulp_io::{ChunkWriter, ColorMode, decode_jpeg};
 use gulp_loader::{
-    Amount, CropMode, Loader, LoaderOptions, OnError, OnMissing, Order, Sampler, Sampling,
-    Segments, Shuffle, Source, Spatial, Target, TargetValues, Targets, clip_indices,
+    Amount, Compare, CropMode, ItemWeights, Loader, LoaderOptions, OnError, OnMissing, Order,
+    Predicate, Sampler, Sampling, Segments, Shuffle, Source, Spatial, Target, TargetValues,
+    Targets, WeightColumn, clip_indices,
 };
 
 /// `n` JPEG frames of an ffmpeg test source at `w`×`h`.
@@ -351,9 +352,9 @@ fn setups(fx: &Fixture) -> Vec<Setup> {
                     ..Source::new(&fx.dir).amount(Amount::Repeat(1.5))
                 },
                 Source {
-                    weights: Some(Arc::new(|id, _| {
+                    weights: Some(ItemWeights::Fn(Arc::new(|id, _| {
                         Ok(if id == "other-0" { 0.0 } else { 1.0 })
-                    })),
+                    }))),
                     ..Source::new(&fx.other).amount(Amount::Choose(5))
                 },
             ],
@@ -491,7 +492,7 @@ fn resume_after_k_batches_yields_exactly_the_rest() {
     let mut choose = base.sources.clone();
     choose[1].amount = Amount::Choose(6);
     let mut weights = base.sources.clone();
-    weights[1].weights = Some(Arc::new(|_, _| Ok(1.0)));
+    weights[1].weights = Some(ItemWeights::Fn(Arc::new(|_, _| Ok(1.0))));
     for (what, sources, tweak) in [
         ("subset", ids, (|o| o) as fn(LoaderOptions) -> LoaderOptions),
         ("sources", choose, |o| o),
@@ -1119,7 +1120,7 @@ fn weighted_sampling_follows_each_items_weight() {
             .map_err(|e| e.to_string())
     };
     let source = Source {
-        weights: Some(Arc::new(weigh)),
+        weights: Some(ItemWeights::Fn(Arc::new(weigh))),
         ..Source::new(&fx.dir)
     };
     let options = LoaderOptions {
@@ -1137,9 +1138,9 @@ fn weighted_sampling_follows_each_items_weight() {
         assert!(!per_id.contains_key("item-0"));
     }
     let bad = Source {
-        weights: Some(Arc::new(|id, _| {
+        weights: Some(ItemWeights::Fn(Arc::new(|id, _| {
             Ok(if id == "item-3" { -1.0 } else { 1.0 })
-        })),
+        }))),
         ..Source::new(&fx.dir)
     };
     let err = open_err(&[bad], options.clone());
@@ -1559,14 +1560,21 @@ fn a_shuffle_by_chunks_resumes_on_another_world_size() {
 }
 
 /// With index files, a loader that keeps every item as it is holds nothing
-/// per item: the batches, targets and resume state are the same as read
-/// from the meta files, on one directory and on a mixture with balanced
-/// classes; a subset or a target the index has no column for reads the
+/// per item, and one that keeps a subset by id or by a predicate on the
+/// label, or weighs items by label, holds the subset: the batches, targets
+/// and resume state are the same as read from the meta files, on one
+/// directory and on a mixture with balanced classes; a filter on another
+/// key, a function, or a target the index has no column for reads the
 /// meta files.
 #[test]
 fn batches_are_the_same_with_and_without_index_files() {
     let fx = fixture();
     let indexed = |policy| gulp_io::GulpDirectory::options().index(policy);
+    let bars = Predicate::Compare {
+        key: "label".into(),
+        op: Compare::Eq,
+        value: "bars".into(),
+    };
     let setups: Vec<(&str, Vec<Source>, LoaderOptions)> = vec![
         (
             "one directory",
@@ -1583,6 +1591,42 @@ fn batches_are_the_same_with_and_without_index_files() {
                 sampler: Sampler::Balanced,
                 samples_per_epoch: Some(14),
                 shared_labels: true,
+                ..train_options(2)
+            },
+        ),
+        ("evaluation", vec![Source::new(&fx.dir)], eval_options()),
+        (
+            "an id subset",
+            vec![Source {
+                ids: Some(
+                    ["item-7", "item-2", "item-1", "item-2", "item-5"]
+                        .map(String::from)
+                        .into(),
+                ),
+                ..Source::new(&fx.dir)
+            }],
+            eval_options(),
+        ),
+        (
+            "a label predicate and label weights",
+            vec![
+                Source::new(&fx.dir).keep(Predicate::Not(Box::new(bars.clone()))),
+                Source::new(&fx.other)
+                    .keep(Predicate::Or(vec![
+                        bars.clone(),
+                        Predicate::In {
+                            key: "label".into(),
+                            values: vec!["rings".into()],
+                        },
+                    ]))
+                    .weigh(WeightColumn::Replace {
+                        key: "label".into(),
+                        table: vec![("rings".into(), 3.0)],
+                        default: Some(1.0),
+                    }),
+            ],
+            LoaderOptions {
+                samples_per_epoch: Some(12),
                 ..train_options(2)
             },
         ),
@@ -1622,24 +1666,96 @@ fn batches_are_the_same_with_and_without_index_files() {
         assert!(resumed.reads_index_files(), "{name}");
         resumed.load_state(&state).expect(name);
         let rest = collect(&mut resumed);
-        assert_eq!(rest.len(), a.len() - 1, "{name}");
+        assert_eq!(
+            rest.len(),
+            a.len() - 1,
+            "{name}: {} items, {} batches",
+            with.items(),
+            a.len()
+        );
         assert_eq!(rest[0].ids, a[1].ids, "{name}");
     }
-    // An id subset, and a target of another key, read the meta files.
-    let subset = Source {
-        ids: Some(["item-1", "item-2"].map(String::from).into()),
-        ..Source::new(&fx.dir)
-    };
+    // A predicate on another key, or a function, and a target of another
+    // key, read the meta files.
     let options = LoaderOptions {
         open: indexed(gulp_io::IndexPolicy::Auto),
         ..eval_options()
     };
-    let loader = Loader::from_sources(&[subset], options.clone()).expect("subset");
-    assert!(!loader.reads_index_files());
+    let group = Source::new(&fx.dir).keep(Predicate::Compare {
+        key: "group".into(),
+        op: Compare::Ge,
+        value: Value::Int(1),
+    });
+    let function = Source::new(&fx.dir).filter(|_, m| Ok(m.get("label").is_some()));
+    for source in [group, function] {
+        let loader = Loader::from_sources(&[source], options.clone()).expect("subset");
+        assert!(!loader.reads_index_files());
+    }
     let keyed = LoaderOptions {
         target: Target::Key("group".into()),
         ..options
     };
     let loader = Loader::from_sources(&[Source::new(&fx.dir)], keyed).expect("key");
     assert!(!loader.reads_index_files());
+}
+
+/// A predicate and weights written as columns keep and weigh what the
+/// same functions of the meta do (the same batches, subset and weights),
+/// and a value that cannot be compared is an error naming the item.
+#[test]
+fn column_predicates_and_weights_match_the_same_functions() {
+    let fx = fixture();
+    let options = LoaderOptions {
+        open: gulp_io::GulpDirectory::options().index(gulp_io::IndexPolicy::Off),
+        samples_per_epoch: Some(9),
+        ..train_options(2)
+    };
+    // duration > 0.3 and group == 0, weights = score (2.0 where missing).
+    let columns = Source::new(&fx.dir)
+        .keep(Predicate::And(vec![
+            Predicate::Compare {
+                key: "duration".into(),
+                op: Compare::Gt,
+                value: Value::Float(0.3),
+            },
+            Predicate::Compare {
+                key: "group".into(),
+                op: Compare::Eq,
+                value: Value::Int(0),
+            },
+        ]))
+        .weigh(WeightColumn::Key {
+            key: "score".into(),
+            default: Some(2.0),
+        });
+    let mut functions = Source::new(&fx.dir).filter(|_, m| {
+        Ok(m.get("duration").and_then(Value::as_f64).unwrap() > 0.3
+            && m.get("group").and_then(Value::as_i64) == Some(0))
+    });
+    functions.weights = Some(ItemWeights::Fn(Arc::new(|_, m: &Value| {
+        Ok(m.get("score").and_then(Value::as_f64).unwrap_or(2.0))
+    })));
+    let mut a = Loader::from_sources(&[columns], options.clone()).expect("columns");
+    let mut b = Loader::from_sources(&[functions], options.clone()).expect("functions");
+    assert!(a.items() > 0 && a.items() < fx.items.len(), "{}", a.items());
+    assert_eq!(a.items(), b.items());
+    let (x, y) = (collect(&mut a), collect(&mut b));
+    assert_eq!(x.len(), y.len());
+    for (x, y) in x.iter().zip(&y) {
+        assert_eq!(x.ids, y.ids);
+    }
+    // The same subset and weights: a state saved by one loads in the other.
+    b.load_state(&a.state()).expect("same subset and weights");
+
+    let bad = Source::new(&fx.dir).keep(Predicate::Compare {
+        key: "label".into(),
+        op: Compare::Lt,
+        value: Value::Int(3),
+    });
+    let err = Loader::from_sources(&[bad], options).expect_err("a string against a number");
+    let text = err.to_string();
+    assert!(
+        text.contains("item-0") && text.contains("where") && text.contains("cannot be compared"),
+        "{text}"
+    );
 }

@@ -12,17 +12,17 @@ use std::sync::{Arc, Mutex};
 use gulp_format::Value;
 use gulp_io::{Choice, Codec, Dct, DecodeOptions, GulpDirectory};
 use gulp_loader::{
-    Amount, Batch, Batches, Bounds, CropMode, GivenRanks, ItemFn, Labels, Launch, Launcher,
-    Loader as RustLoader, LoaderOptions, OnError, OnMissing, Order, Ranks, Sampler, Sampling,
-    Segments, Shuffle, Source, Spatial, State, Target, TargetFn, TargetKeys, TargetKind,
-    TargetValues, Targets, Unit,
+    Amount, Batch, Batches, Bounds, Compare, CropMode, GivenRanks, ItemFilter, ItemFn, ItemWeights,
+    Labels, Launch, Launcher, Loader as RustLoader, LoaderOptions, OnError, OnMissing, Order,
+    Predicate, Ranks, Sampler, Sampling, Segments, Shuffle, Source, Spatial, State, Target,
+    TargetFn, TargetKeys, TargetKind, TargetValues, Targets, Unit, WeightColumn,
 };
 use ndarray::{Array1, Array2, Array5, ArrayD, IxDyn};
 use numpy::PyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::convert::to_py;
+use crate::convert::{from_py, to_py};
 use crate::errors::{Class, io_err};
 
 /// A loader error as a Python exception: decoding and I/O errors keep their
@@ -209,8 +209,113 @@ fn meta_fn<T: 'static>(
     })
 }
 
-/// The item weights of a `Source`: a dict id → weight, or a function of
-/// the meta.
+/// The `where` of a `Source`: a `gulp.col` predicate (its `_predicate`
+/// tree, evaluated in Rust), or a function of the meta.
+fn item_filter(filter: Py<PyAny>) -> PyResult<ItemFilter> {
+    Python::attach(|py| {
+        let f = filter.bind(py);
+        match f.getattr_opt("_predicate")? {
+            Some(tree) => predicate(&tree).map(ItemFilter::Column),
+            None => Ok(ItemFilter::Fn(meta_fn(
+                filter.clone_ref(py),
+                "where",
+                |r| r.is_truthy(),
+            ))),
+        }
+    })
+}
+
+/// The item weights of a `Source`: a `gulp.col` key or weight column (its
+/// `_weights` tree), a dict id → weight, or a function of the meta.
+fn item_weights(weights: Py<PyAny>) -> PyResult<ItemWeights> {
+    let column = Python::attach(|py| {
+        weights
+            .bind(py)
+            .getattr_opt("_weights")?
+            .map(|tree| weight_column(&tree))
+            .transpose()
+    })?;
+    match column {
+        Some(c) => Ok(ItemWeights::Column(c)),
+        None => weights_fn(weights).map(ItemWeights::Fn),
+    }
+}
+
+/// A `gulp.columns.Predicate` tree: `("cmp", key, op, value)`, `("in",
+/// key, [values])`, `("present", key)`, `("and" | "or", [trees])`,
+/// `("not", tree)`.
+fn predicate(tree: &Bound<'_, PyAny>) -> PyResult<Predicate> {
+    let kind: String = tree.get_item(0)?.extract()?;
+    let key = || -> PyResult<String> { tree.get_item(1)?.extract() };
+    let value = |v: &Bound<'_, PyAny>| from_py(v, &|| "a value compared with a meta key".into());
+    Ok(match kind.as_str() {
+        "cmp" => {
+            let op: String = tree.get_item(2)?.extract()?;
+            Predicate::Compare {
+                key: key()?,
+                op: Compare::parse(&op)
+                    .ok_or_else(|| Class::Invalid.err(format!("no comparison {op:?}")))?,
+                value: value(&tree.get_item(3)?)?,
+            }
+        }
+        "in" => Predicate::In {
+            key: key()?,
+            values: tree
+                .get_item(2)?
+                .try_iter()?
+                .map(|v| value(&v?))
+                .collect::<PyResult<_>>()?,
+        },
+        "present" => Predicate::Present { key: key()? },
+        "and" | "or" => {
+            let all = tree
+                .get_item(1)?
+                .try_iter()?
+                .map(|t| predicate(&t?))
+                .collect::<PyResult<Vec<_>>>()?;
+            if kind == "and" {
+                Predicate::And(all)
+            } else {
+                Predicate::Or(all)
+            }
+        }
+        "not" => Predicate::Not(Box::new(predicate(&tree.get_item(1)?)?)),
+        other => {
+            return Err(Class::Invalid.err(format!("not a gulp.col predicate: {other:?}")));
+        }
+    })
+}
+
+/// A `gulp.columns.WeightColumn` tree: `("key", key, default)` or
+/// `("replace", key, [(value, weight)], default)`.
+fn weight_column(tree: &Bound<'_, PyAny>) -> PyResult<WeightColumn> {
+    let kind: String = tree.get_item(0)?.extract()?;
+    let key: String = tree.get_item(1)?.extract()?;
+    Ok(match kind.as_str() {
+        "key" => WeightColumn::Key {
+            key,
+            default: tree.get_item(2)?.extract()?,
+        },
+        "replace" => WeightColumn::Replace {
+            key,
+            table: tree
+                .get_item(2)?
+                .try_iter()?
+                .map(|pair| {
+                    let (v, w): (Bound<'_, PyAny>, f64) = pair?.extract()?;
+                    Ok((from_py(&v, &|| "a value given a weight".into())?, w))
+                })
+                .collect::<PyResult<_>>()?,
+            default: tree.get_item(3)?.extract()?,
+        },
+        other => {
+            return Err(Class::Invalid.err(format!("not a gulp.col weight column: {other:?}")));
+        }
+    })
+}
+
+/// The item weights of a `Source` given as a dict id → weight, or a
+/// function of the meta.
 fn weights_fn(weights: Py<PyAny>) -> PyResult<ItemFn<f64>> {
     let by_id = Python::attach(|py| {
         let w = weights.bind(py);
@@ -297,8 +402,8 @@ impl PySource {
             path: self.path,
             amount,
             ids: self.ids,
-            filter: self.filter.map(|f| meta_fn(f, "where", |r| r.is_truthy())),
-            weights: self.weights.map(weights_fn).transpose()?,
+            filter: self.filter.map(item_filter).transpose()?,
+            weights: self.weights.map(item_weights).transpose()?,
             labels: self.labels,
         })
     }

@@ -4,7 +4,9 @@ import gc
 import json
 import math
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 
@@ -925,3 +927,63 @@ def test_padding_marks_the_repeated_samples(clip_dir):
                 (padded if pad else served).append(position)
     assert sorted(served) == list(range(n))
     assert len(padded) == -n % world and all(p >= n for p in padded)
+
+
+def test_col_expressions_keep_and_weigh_as_functions_do(clip_dir, tmp_path, monkeypatch):
+    """where= and weights= written with gulp.col are evaluated in Rust and
+    keep and weigh exactly what the same Python functions do, with and
+    without an index file; misuse is an error that says what to write."""
+    from gulp import col
+    path, items, _ = clip_dir
+    ids = lambda loader: [i for i, _, _ in served(loader)]  # noqa: E731
+    cases = [
+        (col("n") >= 11, lambda m: m["n"] >= 11),
+        ((col("n") < 20) & col("label").is_in(["fractal", "rgb"]),
+         lambda m: m["n"] < 20 and m["label"] in ("fractal", "rgb")),
+        (~(col("label") == "bars-a") | (col("big") == 1),
+         lambda m: m["label"] != "bars-a" or m["big"] == 1),
+        (col("score").is_null(), lambda m: "score" not in m),
+        (col("score") > 2, lambda m: m.get("score") is not None and m["score"] > 2),
+    ]
+    for expr, fn in cases:
+        got = ids(eval_loader(path, where=expr))
+        assert got == ids(eval_loader(path, where=fn)), expr
+        assert 0 < len(got) < len(items), expr
+    # Weights from a key and from a table of label values: the same epochs.
+    for w, fn in [(col("score").fill_null(0.25), lambda m: m.get("score", 0.25)),
+                  (col("label").replace({"rgb": 4.0, "fractal": 0.0}, default=1.0),
+                   lambda m: {"rgb": 4.0, "fractal": 0.0}.get(m["label"], 1.0))]:
+        a = eval_loader(path, frames=1, weights=w, samples_per_epoch=40, shuffle=True)
+        b = eval_loader(path, frames=1, weights=fn, samples_per_epoch=40, shuffle=True)
+        assert ids(a) == ids(b)
+        b.load_state_dict(a.state_dict())  # the same subset and weights
+    assert not {"video-01", "video-05", "video-09"} & set(
+        ids(eval_loader(path, frames=1, samples_per_epoch=40,
+                        weights=col("label").replace({"fractal": 0.0}, default=1.0))))
+    # With an index file, label predicates and weights give the same batches.
+    copy = str(tmp_path / "indexed")
+    shutil.copytree(path, copy)
+    monkeypatch.setenv("GULP_INDEX", "always")
+    label_where = ~col("label").is_in(["bars-a", "bars-b"])
+    label_weights = col("label").replace({"rgb": 3.0}, default=1.0)
+    with_index = eval_loader(copy, where=label_where, weights=label_weights,
+                             samples_per_epoch=20, shuffle=True)
+    assert os.path.exists(os.path.join(copy, gulp.INDEX_FILE))
+    monkeypatch.setenv("GULP_INDEX", "off")
+    without = eval_loader(copy, where=label_where, weights=label_weights,
+                          samples_per_epoch=20, shuffle=True)
+    assert [(b.ids, b.frames.tobytes(), b.labels.tolist()) for b in with_index] == \
+        [(b.ids, b.frames.tobytes(), b.labels.tolist()) for b in without]
+    # Misuse says what to write; an item that cannot be compared is named.
+    with pytest.raises(gulp.InvalidInputError, match=re.escape("&, | and ~")):
+        eval_loader(path, where=(col("n") > 3) and (col("n") < 9))
+    with pytest.raises(gulp.InvalidInputError, match="compare it"):
+        eval_loader(path, where=col("label"))
+    with pytest.raises(gulp.InvalidInputError, match=r"video-00.*where.*cannot be compared"):
+        eval_loader(path, where=col("label") > 3)
+    with pytest.raises(gulp.InvalidInputError, match=r"video-05.*weights.*no value of \"score\""):
+        eval_loader(path, weights=col("score"))
+    # The image loader and gulp.Source take them too.
+    images = gulp.ImageLoader(gulp.Source(path, where=col("n") < 5), size=64, shuffle=False,
+                              flip=False, crop="center", drop_last=False, batch_size=4)
+    assert [i for b in images for i in b.ids] == ["video-00", "video-10"]

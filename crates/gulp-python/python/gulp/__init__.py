@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 from . import _ffmpeg, _gulp
 from . import adapters, errors, fileio, utils
 from .clips import Batch, ClipLoader, ImageLoader, Segments, Source
+from .columns import col
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
 
@@ -57,6 +58,7 @@ __all__ = [
     "Batch",
     "Source",
     "Segments",
+    "col",
     "CheckReport",
     "check",
     "LintReport",

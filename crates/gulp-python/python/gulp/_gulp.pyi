@@ -7,6 +7,8 @@ from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, Tuple, 
 import numpy as np
 import numpy.typing as npt
 
+from .columns import Column, Predicate, WeightColumn
+
 __all__ = [
     "__version__",
     "CODEC",
@@ -138,9 +140,11 @@ class _Source(Protocol):
     @property
     def ids(self) -> Optional[list[str]]: ...
     @property
-    def where(self) -> Optional[Callable[[Any], Any]]: ...
+    def where(self) -> Union[None, Predicate, Callable[[Any], Any]]: ...
     @property
-    def weights(self) -> Union[None, Mapping[str, float], Callable[[Any], float]]: ...
+    def weights(
+        self,
+    ) -> Union[None, Column, WeightColumn, Mapping[str, float], Callable[[Any], float]]: ...
     @property
     def labels(self) -> Optional[list[tuple[str, int]]]: ...
 

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _gulp
+from .columns import Column, Predicate, WeightColumn
 from .errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -45,10 +46,14 @@ if TYPE_CHECKING:
 
 __all__ = ["ClipLoader", "ImageLoader", "Batch", "Source", "Segments", "Rank"]
 
-#: A predicate on an item's meta (``meta_data[0]``, a dict), for ``where=``.
-Where = Callable[[Any], Any]
-#: Per-item weights: ``{id: weight}``, or a function of an item's meta.
-Weights = Union[Mapping[str, float], Callable[[Any], float]]
+#: Which items to keep, for ``where=``: a :class:`gulp.columns.Predicate`
+#: on meta keys (``gulp.col("label") == "x"``, evaluated in Rust), or a
+#: function of an item's meta (``meta_data[0]``, a dict).
+Where = Union[Predicate, Callable[[Any], Any]]
+#: Per-item weights: a meta key (``gulp.col("w")``, or a
+#: :class:`gulp.columns.WeightColumn`), ``{id: weight}``, or a function of
+#: an item's meta.
+Weights = Union[Column, WeightColumn, Mapping[str, float], Callable[[Any], float]]
 #: Ids: a sequence of ids, or the path of a file of ids (one per line).
 Ids = Union[str, "os.PathLike[str]", Iterable[Union[str, int]]]
 
@@ -81,10 +86,15 @@ class Source:
 
     ``ids``: keep only these ids (a sequence, or the path of a file of ids,
     one per line, ``#`` comments allowed); each must be in the directory.
-    ``where``: keep only the items whose meta (``meta_data[0]``, a dict)
-    it returns true for; called once per item when the loader is made.
-    ``weights``: per-item sampling weights, ``{id: weight}`` or a function
-    of the meta (called once per item). ``labels``: this source's label →
+    ``where``: keep only the items it holds for: an expression on meta
+    keys (``gulp.col("label").is_in([...]) & (gulp.col("duration") > 2)``,
+    see :mod:`gulp.columns`), evaluated in Rust, or a function of the meta
+    (``meta_data[0]``, a dict) called once per item when the loader is
+    made. ``weights``: per-item sampling weights, a meta key
+    (``gulp.col("w")``, ``gulp.col("label").replace({"rare": 5.0},
+    default=1.0)``), ``{id: weight}`` or a function of the meta (called
+    once per item). On a directory with an index file, expressions on the
+    label key alone are evaluated once per label value. ``labels``: this source's label →
     class index (default: the loader's ``labels``, else its
     ``label2idx.json``).
     """
@@ -108,19 +118,26 @@ class Source:
         if sum(x is not None for x in (weight, repeat, choose)) > 1:
             raise InvalidInputError(
                 f"{path}: give a source at most one of weight, repeat and choose")
-        if where is not None and not callable(where):
-            raise InvalidInputError(f"where must be a function of an item's meta, not {where!r}")
-        if weights is not None and not (callable(weights) or isinstance(weights, Mapping)):
+        if isinstance(where, Column):
             raise InvalidInputError(
-                f"weights must be a dict id -> weight or a function of the meta, not {weights!r}")
+                f"where={where!r} is a key, not a predicate: compare it ({where!r} == ...)")
+        if where is not None and not (isinstance(where, Predicate) or callable(where)):
+            raise InvalidInputError(
+                f"where must be a gulp.col predicate or a function of an item's meta, "
+                f"not {where!r}")
+        if weights is not None and not (isinstance(weights, (Column, WeightColumn, Mapping))
+                                        or callable(weights)):
+            raise InvalidInputError(
+                f"weights must be a gulp.col key, a dict id -> weight or a function of the "
+                f"meta, not {weights!r}")
         self.path = os.fspath(path)
         self.weight = None if weight is None else float(weight)
         self.repeat = None if repeat is None else float(repeat)
         self.choose = None if choose is None else int(choose)
         self.ids = _ids(ids)
         self.where = where
-        self.weights = (weights if weights is None or callable(weights)
-                        else {str(k): float(v) for k, v in weights.items()})
+        self.weights = ({str(k): float(v) for k, v in weights.items()}
+                        if isinstance(weights, Mapping) else weights)
         self.labels = (None if labels is None
                        else [(str(k), int(v)) for k, v in labels.items()])
 
