@@ -13,7 +13,14 @@ use crate::cli::ConvertArgs;
 
 pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let target = MetaFormat::from(args.to);
-    let gulp = super::open_dir(&args.dir)?;
+    // The index file is written once, after the metas it describes are
+    // rewritten, not on this open (it would be stale at once).
+    let policy = gulp_io::IndexPolicy::from_env()?;
+    let had_index = args.dir.join(gulp_format::INDEX_FILE).is_file();
+    let gulp = super::directory_options()
+        .index(gulp_io::IndexPolicy::Off)
+        .open(&args.dir)
+        .with_context(|| format!("cannot open gulp directory {}", args.dir.display()))?;
     let (mut converted, mut kept) = (0usize, 0usize);
     for (index, entry) in gulp.chunks().iter().enumerate() {
         let meta_path = &entry.meta_path;
@@ -69,6 +76,24 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         "{}: {converted} chunks converted to {target}, {kept} already {target}",
         args.dir.display()
     )?;
+    if converted > 0
+        && policy != gulp_io::IndexPolicy::Off
+        && !gulp_io::is_remote(&args.dir)
+        && (had_index || policy.writes(gulp.len()))
+    {
+        let indexed = super::directory_options()
+            .index(gulp_io::IndexPolicy::Always)
+            .open(&args.dir)
+            .with_context(|| format!("cannot open gulp directory {}", args.dir.display()))?;
+        if indexed.index_file().is_some() {
+            writeln!(
+                out,
+                "{}: index file {} written",
+                args.dir.display(),
+                gulp_format::INDEX_FILE
+            )?;
+        }
+    }
     out.flush()?;
     Ok(Outcome::Success)
 }
