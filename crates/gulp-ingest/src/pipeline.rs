@@ -139,9 +139,9 @@ pub struct IngestReport {
 /// fails leaves its chunk shorter, so every task of a sharded run computes
 /// the same chunks.
 fn plan_items(
-    id: impl Fn(usize) -> String,
+    id_of: impl Fn(usize) -> String,
     n: usize,
-    existing: &HashSet<&str>,
+    present: impl Fn(&str) -> bool,
     committed: &HashSet<u64>,
     next_chunk: u64,
     opts: &IngestOptions,
@@ -154,12 +154,12 @@ fn plan_items(
     let slices = order.len().div_ceil(per_chunk) as u64;
     let mut plan = ItemPlan::default();
     let mut leftover = Vec::new();
-    let mut first_seen: HashMap<String, usize> = HashMap::new();
+    let mut first_seen = FirstSeen::<std::hash::RandomState>::default();
     for (position, index) in order.into_iter().enumerate() {
         let chunk = (position / per_chunk) as u64;
         let mine = opts.shard.is_none_or(|s| s.owns(chunk));
-        let id = id(index);
-        if let Some(&first) = first_seen.get(&id) {
+        let id = id_of(index);
+        if let Some(first) = first_seen.check(&id, index, &id_of) {
             if mine {
                 plan.skipped.push(SkippedItem {
                     index,
@@ -171,11 +171,10 @@ fn plan_items(
             }
             continue;
         }
-        first_seen.insert(id.clone(), index);
         if !mine {
             continue;
         }
-        if existing.contains(id.as_str()) {
+        if present(id.as_str()) {
             plan.already_present += 1;
         } else if committed.contains(&chunk) {
             // Its chunk is written without it: it failed in an earlier run,
@@ -206,6 +205,39 @@ fn plan_items(
         }
     }
     plan
+}
+
+/// The input index at which each id was first seen, held as a 64-bit hash
+/// of the id (16 bytes an item, not the id's copy): an id whose hash is
+/// already known is compared with the id first seen with that hash, and
+/// only ids whose hash collides with another's are kept whole.
+#[derive(Default)]
+struct FirstSeen<S = std::hash::RandomState> {
+    by_hash: HashMap<u64, usize>,
+    collided: HashMap<String, usize>,
+    hasher: S,
+}
+
+impl<S: std::hash::BuildHasher> FirstSeen<S> {
+    /// The input index where `id` (input `index`) was first seen, if
+    /// before; else records it. `id_of` gives the id of an earlier index.
+    fn check(&mut self, id: &str, index: usize, id_of: &impl Fn(usize) -> String) -> Option<usize> {
+        use std::collections::hash_map::Entry;
+        match self.by_hash.entry(self.hasher.hash_one(id)) {
+            Entry::Vacant(slot) => {
+                slot.insert(index);
+                None
+            }
+            Entry::Occupied(slot) if id_of(*slot.get()) == id => Some(*slot.get()),
+            Entry::Occupied(_) => match self.collided.get(id) {
+                Some(&first) => Some(first),
+                None => {
+                    self.collided.insert(id.to_owned(), index);
+                    None
+                }
+            },
+        }
+    }
 }
 
 /// See [`plan_items`].
@@ -279,13 +311,12 @@ pub fn ingest(
         ..IngestReport::default()
     };
     let gulp = GulpDirectory::open(output)?;
-    let existing: HashSet<&str> = gulp.ids().collect();
     let committed: HashSet<u64> = gulp.chunks().iter().map(|c| c.chunk).collect();
 
     let plan = plan_items(
         |index| adapter.id(index),
         adapter.len(),
-        &existing,
+        |id| gulp.contains(id),
         &committed,
         gulp.next_chunk_number(),
         opts,
@@ -332,7 +363,6 @@ pub fn ingest(
         frames: frames_opts,
         batching: AtomicBool::new(true),
     };
-    drop(existing);
     drop(gulp);
     state.run(todo, &mut report, progress)?;
     if let Some(task) = task {
@@ -909,7 +939,7 @@ mod tests {
         plan_items(
             |i| ids[i].to_owned(),
             ids.len(),
-            &existing.iter().copied().collect(),
+            |id| existing.contains(&id),
             &committed.iter().copied().collect(),
             next_chunk,
             opts,
@@ -946,6 +976,36 @@ mod tests {
         let p = plan(&["a", "b", "a"], &[], &[], 0, &opts);
         assert_eq!(p.skipped.len(), 1);
         assert!(p.skipped[0].error.to_string().contains("first at input #0"));
+    }
+
+    /// Ids whose hashes collide are still told apart, and a repeat of
+    /// one is still found: every id hashes to 0 here.
+    #[test]
+    fn repeated_ids_are_found_whatever_their_hashes() {
+        #[derive(Default)]
+        struct Zero;
+        impl std::hash::Hasher for Zero {
+            fn finish(&self) -> u64 {
+                0
+            }
+            fn write(&mut self, _: &[u8]) {}
+        }
+        let ids = ["a", "b", "a", "c", "b", "b"];
+        let id_of = |i: usize| ids[i].to_owned();
+        let mut seen = FirstSeen::<std::hash::BuildHasherDefault<Zero>>::default();
+        let firsts: Vec<Option<usize>> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| seen.check(id, i, &id_of))
+            .collect();
+        assert_eq!(firsts, [None, None, Some(0), None, Some(1), Some(1)]);
+        let mut seen = FirstSeen::<std::hash::RandomState>::default();
+        let firsts: Vec<Option<usize>> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| seen.check(id, i, &id_of))
+            .collect();
+        assert_eq!(firsts, [None, None, Some(0), None, Some(1), Some(1)]);
     }
 
     #[test]
