@@ -154,8 +154,10 @@ pub enum Command {
     /// with one opens in a time and memory that do not grow with its items
     /// (a loader of ten million items starts in seconds and holds nothing
     /// per item). Opening a directory of 100,000 items or more writes one
-    /// by itself (`GULP_INDEX=auto`; `always` for any size, `off` for
-    /// none); this command writes it now, whatever the size. One that no
+    /// by itself (`GULP_INDEX=auto`; `always` for any size, `read` to use
+    /// one but never write it, `off` for none), and ingest, convert and
+    /// merge rewrite it after changing such a directory; this command
+    /// writes it now, whatever the size. One that no
     /// longer matches its chunks' files (sizes, modification times) or is
     /// damaged is never used, and is rewritten. gulpio2 ignores the file;
     /// `gulp check` compares it with the meta files.

@@ -1216,3 +1216,59 @@ fn max_size_brings_long_edges_down_and_keeps_small_jpegs_as_they_are() {
     );
     check_clean(&out);
 }
+
+/// An ingest that writes chunks, and a merge, leave the index file up to
+/// date when the directory has one or `GULP_INDEX` asks for one; a sharded
+/// task leaves it to the first open after the run.
+#[test]
+fn ingest_and_merge_leave_a_fresh_index_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (list, frames) = shard_dataset(tmp.path());
+    let index_says = |dir: &Path| {
+        let out = gulp().arg("index").arg(dir).assert().success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    let one = tmp.path().join("one");
+    let status = ingest_cmd(&list, &frames, &one)
+        .env("GULP_INDEX", "always")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(one.join(gulp_format::INDEX_FILE).is_file());
+    assert!(index_says(&one).contains("was up to date"));
+    // Without GULP_INDEX, a small directory that has one gets it refreshed
+    // when chunks are added: here, the items of a longer list.
+    let mut longer = fs::read_to_string(&list).unwrap();
+    let first = longer.lines().next().unwrap().to_owned();
+    let (id, label) = first.split_once(';').unwrap();
+    common::copy_dir(&frames.join(id), &frames.join("extra"));
+    longer.push_str(&format!("extra;{label}\n"));
+    let longer_list = tmp.path().join("longer.csv");
+    fs::write(&longer_list, longer).unwrap();
+    assert!(
+        ingest_cmd(&longer_list, &frames, &one)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(ids(&one).contains(&"extra".to_owned()));
+    assert!(index_says(&one).contains("was up to date"));
+    // Shards write none; the merge of their directories does.
+    let dirs: Vec<PathBuf> = (0..2)
+        .map(|i| tmp.path().join(format!("node{i}")))
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let mut cmd = shard_cmd(&list, &frames, dir, &format!("{i}/2"));
+        assert!(cmd.env("GULP_INDEX", "always").status().unwrap().success());
+        assert!(!dir.join(gulp_format::INDEX_FILE).exists());
+    }
+    let out = tmp.path().join("merged");
+    gulp()
+        .arg("merge")
+        .arg(&out)
+        .args(&dirs)
+        .env("GULP_INDEX", "always")
+        .assert()
+        .code(0);
+    assert!(index_says(&out).contains("was up to date"));
+}

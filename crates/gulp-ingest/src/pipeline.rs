@@ -131,7 +131,7 @@ pub struct IngestReport {
 /// What a run writes and skips: every item to write with its chunk, the
 /// items skipped (with why), and the count already present. A pure
 /// function of the list (`n` items, their ids by `id`), of the directory
-/// (`existing` ids, `committed` chunks, the `next_chunk` number) and of the
+/// (the ids `present`, `committed` chunks, the `next_chunk` number) and of the
 /// options (items per chunk, shuffle, shard).
 ///
 /// Chunk k holds the items at positions `[k * per_chunk, (k + 1) *
@@ -289,7 +289,7 @@ pub fn ingest(
     // A sharded task shares the directory with the other tasks (and
     // recovers only its own chunks); a plain run has it to itself.
     let per_chunk = opts.items_per_chunk;
-    let (task, _lock) = match opts.shard {
+    let (task, dir_lock) = match opts.shard {
         None if remote => (None, None),
         Some(shard) => {
             let plan = Plan {
@@ -310,7 +310,7 @@ pub fn ingest(
         },
         ..IngestReport::default()
     };
-    let gulp = GulpDirectory::open(output)?;
+    let gulp = open_output(output)?;
     let committed: HashSet<u64> = gulp.chunks().iter().map(|c| c.chunk).collect();
 
     let plan = plan_items(
@@ -365,11 +365,32 @@ pub fn ingest(
     };
     drop(gulp);
     state.run(todo, &mut report, progress)?;
-    if let Some(task) = task {
-        task.finish()?;
+    match task {
+        Some(task) => _ = task.finish()?,
+        None if !remote && !report.chunks.is_empty() => refresh_index(output, dir_lock)?,
+        None => {}
     }
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// The output directory as the run plans from it: its index file read if
+/// fresh, never built here (the run holds the directory's lock, under which
+/// an index is built; [`refresh_index`] writes it after).
+fn open_output(output: &Path) -> Result<GulpDirectory> {
+    Ok(GulpDirectory::options()
+        .index(GulpDirectory::writer_index_policy()?)
+        .open(output)?)
+}
+
+/// After an unsharded run wrote chunks: releases the directory's lock and
+/// brings its index file up to date (a sharded task leaves it to the first
+/// open after the run, so that the tasks do not each rebuild it while the
+/// others write).
+fn refresh_index(output: &Path, lock: Option<File>) -> Result<()> {
+    drop(lock);
+    GulpDirectory::refresh_index(output)?;
+    Ok(())
 }
 
 /// Takes an exclusive lock on the output directory itself for the run, so

@@ -485,6 +485,39 @@ impl GulpDirectory {
         DirectoryOptions::default()
     }
 
+    /// `GULP_INDEX`'s policy for a writer that holds the directory's lock
+    /// while it reads it (an ingest, a merge), or a command that runs
+    /// beside writers (`gulp status`): `read` (or `off`), never `auto` or
+    /// `always`, which would wait for that lock to build the index file.
+    pub fn writer_index_policy() -> Result<IndexPolicy> {
+        Ok(match IndexPolicy::from_env()? {
+            IndexPolicy::Off => IndexPolicy::Off,
+            _ => IndexPolicy::Read,
+        })
+    }
+
+    /// After chunks of the local directory `dir` were written or rewritten
+    /// (an ingest, a convert, a merge): writes its index file now if it has
+    /// one (stale since) or if `GULP_INDEX` wants one at its size, so that
+    /// the next open maps it rather than building it. `false` when none is
+    /// written (a remote directory, `GULP_INDEX=off`, a small directory
+    /// without one). Takes the directory's lock: call it after releasing
+    /// any the writer holds.
+    pub fn refresh_index(dir: &Path) -> Result<bool> {
+        let policy = IndexPolicy::from_env()?;
+        if matches!(policy, IndexPolicy::Off | IndexPolicy::Read) || crate::storage::is_remote(dir)
+        {
+            return Ok(false);
+        }
+        let policy = if dir.join(gulp_format::INDEX_FILE).is_file() {
+            IndexPolicy::Always
+        } else {
+            policy
+        };
+        let gd = GulpDirectory::options().index(policy).open(dir)?;
+        Ok(gd.index_file().is_some())
+    }
+
     fn open_inner(
         dir: &Path,
         mode: ReadMode,

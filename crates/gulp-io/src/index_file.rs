@@ -4,7 +4,8 @@
 //!
 //! `GULP_INDEX` decides: `auto` (the default) uses a fresh index file and
 //! writes one for a directory of at least [`AUTO_ITEMS`] items; `always`
-//! writes one for any directory; `off` neither reads nor writes it.
+//! writes one for any directory; `read` uses a fresh one and never writes
+//! one; `off` neither reads nor writes it.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,12 @@ use crate::storage::Source;
 /// and `auto` writes no index file.
 pub const AUTO_ITEMS: usize = 100_000;
 
+/// How long an open waits for the lock under which another process builds
+/// the index file (or writes the directory) before it reads the directory
+/// from its meta files instead: longer than a build of ten million items
+/// takes.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
+
 /// The meta_data key the index's label column is read from.
 pub const LABEL_KEY: &str = "label";
 
@@ -31,6 +38,10 @@ pub enum IndexPolicy {
     Auto,
     /// Use a fresh index; write one for any directory.
     Always,
+    /// Use a fresh index; never write one (what a writer of the directory
+    /// opens it with: the index is built under the directory's lock, which
+    /// the writer holds).
+    Read,
     /// Neither read nor write it.
     Off,
 }
@@ -38,6 +49,7 @@ pub enum IndexPolicy {
 crate::choice!(IndexPolicy, "GULP_INDEX", {
     IndexPolicy::Auto => "auto",
     IndexPolicy::Always => "always",
+    IndexPolicy::Read => "read",
     IndexPolicy::Off => "off",
 });
 
@@ -60,7 +72,7 @@ impl IndexPolicy {
         match self {
             IndexPolicy::Auto => items >= AUTO_ITEMS,
             IndexPolicy::Always => true,
-            IndexPolicy::Off => false,
+            IndexPolicy::Read | IndexPolicy::Off => false,
         }
     }
 }
@@ -154,7 +166,20 @@ pub(crate) fn build(
     make: impl FnOnce() -> Result<Option<Vec<u8>>>,
 ) -> Result<Option<Arc<DirIndex>>> {
     let lock = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
-    lock.lock().map_err(|e| Error::io("locking", dir, e))?;
+    // The lock is also what a writer of the directory (an ingest, a merge)
+    // holds while it runs, for hours maybe: past a bound, the directory is
+    // read from its meta files rather than waited for.
+    let start = std::time::Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("locking", dir, e)),
+        }
+    }
     // Another process may have written it while this one waited.
     if let IndexState::Fresh(index) = state(dir, stamps) {
         return Ok(Some(index));

@@ -15,8 +15,6 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let target = MetaFormat::from(args.to);
     // The index file is written once, after the metas it describes are
     // rewritten, not on this open (it would be stale at once).
-    let policy = gulp_io::IndexPolicy::from_env()?;
-    let had_index = args.dir.join(gulp_format::INDEX_FILE).is_file();
     let gulp = super::directory_options()
         .index(gulp_io::IndexPolicy::Off)
         .open(&args.dir)
@@ -30,7 +28,15 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
             kept += 1;
             continue;
         }
-        let reader = gulp.reader(index)?;
+        // A local chunk's reader is dropped after it, so that memory holds
+        // one chunk's meta at a time, not every one (18.6 GB at 10^7 items).
+        let local;
+        let reader = if gulp_io::is_remote(meta_path) {
+            gulp.reader(index)?
+        } else {
+            local = ChunkReader::open(&args.dir, entry.chunk, gulp.read_mode())?;
+            &local
+        };
         let mut meta = reader.meta().clone();
         match target {
             MetaFormat::Msgpack => add_checksums(&mut meta, reader)?,
@@ -76,23 +82,13 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         "{}: {converted} chunks converted to {target}, {kept} already {target}",
         args.dir.display()
     )?;
-    if converted > 0
-        && policy != gulp_io::IndexPolicy::Off
-        && !gulp_io::is_remote(&args.dir)
-        && (had_index || policy.writes(gulp.len()))
-    {
-        let indexed = super::directory_options()
-            .index(gulp_io::IndexPolicy::Always)
-            .open(&args.dir)
-            .with_context(|| format!("cannot open gulp directory {}", args.dir.display()))?;
-        if indexed.index_file().is_some() {
-            writeln!(
-                out,
-                "{}: index file {} written",
-                args.dir.display(),
-                gulp_format::INDEX_FILE
-            )?;
-        }
+    if converted > 0 && gulp_io::GulpDirectory::refresh_index(&args.dir)? {
+        writeln!(
+            out,
+            "{}: index file {} written",
+            args.dir.display(),
+            gulp_format::INDEX_FILE
+        )?;
     }
     out.flush()?;
     Ok(Outcome::Success)

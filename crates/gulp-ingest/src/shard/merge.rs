@@ -192,6 +192,8 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
         }
         sync_dir(dir)?;
     }
+    drop(lock);
+    GulpDirectory::refresh_index(out)?;
     Ok(MergeReport {
         moved: moves.len() + finished,
         sources: dirs.len(),
@@ -200,10 +202,13 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
 }
 
 /// Opens a directory for a merge: its chunks and ids only, never through
-/// the node cache.
+/// the node cache, its index file read if fresh but not written (the merge
+/// holds the output's lock, under which an index is built; it writes the
+/// output's after).
 fn open(dir: &Path) -> Result<GulpDirectory> {
     GulpDirectory::options()
         .cache(None)
+        .index(GulpDirectory::writer_index_policy()?)
         .open(dir)
         .map_err(Error::from)
 }

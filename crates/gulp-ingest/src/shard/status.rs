@@ -60,7 +60,10 @@ pub struct ShardStatus {
 /// their locks.
 pub fn status(dir: &Path, shards: Option<usize>) -> Result<ShardStatus> {
     let remote = gulp_io::is_remote(dir);
-    let gulp = GulpDirectory::options().cache(None).open(dir)?;
+    let gulp = GulpDirectory::options()
+        .cache(None)
+        .index(GulpDirectory::writer_index_policy()?)
+        .open(dir)?;
     let plan = Plan::read(dir)?;
     let shards = match (&plan, shards) {
         (Some(p), Some(n)) if p.count != n => {
