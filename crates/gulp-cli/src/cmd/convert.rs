@@ -13,10 +13,11 @@ use crate::cli::ConvertArgs;
 
 pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let target = MetaFormat::from(args.to);
-    // The index file is written once, after the metas it describes are
+    // The index file is read if fresh (the chunks listed without a table
+    // of every id) and written once, after the metas it describes are
     // rewritten, not on this open (it would be stale at once).
     let gulp = super::directory_options()
-        .index(gulp_io::IndexPolicy::Off)
+        .index(gulp_io::GulpDirectory::writer_index_policy()?)
         .open(&args.dir)
         .with_context(|| format!("cannot open gulp directory {}", args.dir.display()))?;
     let (mut converted, mut kept) = (0usize, 0usize);
