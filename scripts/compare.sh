@@ -6,14 +6,14 @@
 #   scripts/compare.sh
 #
 # Steps (each prints its wall time; the total is in the report):
-#   1. scripts/deps.sh (ffmpeg, cmake and nasm, the .venv with gulpio2; not
-#      cargo-nextest) and scripts/bench-corpus.sh (real media, built once);
+#   1. scripts/env/deps.sh (ffmpeg, cmake and nasm, the .venv with gulpio2; not
+#      cargo-nextest) and scripts/bench/bench-corpus.sh (real media, built once);
 #   2. release builds of gulp, default (libjpeg-turbo built in) and pure Rust
 #      (--no-default-features: zune-jpeg, jpeg-encoder), plus the
 #      make_bench_dir, open_phases and bare_turbo examples, all in
 #      target/compare (target/release is left alone); the two binaries are
 #      copied to target/compare/bin/ as gulp-default and gulp-pure;
-#   3. ingest (scripts/bench_gulpio2_ingest.py, nproc workers, the same items
+#   3. ingest (scripts/bench/bench_gulpio2_ingest.py, nproc workers, the same items
 #      per chunk): JPEG folders, videos at 8 fps, at 8 fps and short edge 256,
 #      an image folder; gulpio2 and the default build, then the pure-Rust
 #      build alone; per task and side, timed runs without the memory sampler
@@ -28,20 +28,20 @@
 #      items in JSON and msgpack meta, ~1.7 GB in all, kept in
 #      target/compare/bench-dirs for the next run): `gulp bench` raw, decode
 #      on 1 thread and on all, the open_phases example's GulpDirectory::open;
-#      scripts/bench_gulpio2_io.py bench on the same directories;
+#      scripts/bench/bench_gulpio2_io.py bench on the same directories;
 #   4c. the mixed-shapes set (bench-corpus/mixed: 10 real clips of 68-795
 #      frames, 160x120 to 1280x720): gulpio2 ingests it once at 25 fps, one
 #      item per chunk (target/compare/mixed-src, kept), and
-#      scripts/mixed_dirs.py links it into per-class directories
+#      scripts/bench/mixed_dirs.py links it into per-class directories
 #      (target/compare/mixed/<class>, <class>-x);
 #   4d. the Python package against gulpio2 from Python
-#      (scripts/bench_python.py: open of 200,000 items x 30 frames, gd[id]
+#      (scripts/bench/bench_python.py: open of 200,000 items x 30 frames, gd[id]
 #      on the real frames, raw frames, and gd[id] with peak memory per
 #      class of the mixed set), each figure in a fresh interpreter;
-#   4e. the clip loader (scripts/bench_loader.py) against gulpio2 + PIL,
+#   4e. the clip loader (scripts/bench/bench_loader.py) against gulpio2 + PIL,
 #      decord and the codec limits on the real frames, then per class of the
 #      mixed set (--mixed);
-#   5. the table (scripts/compare_report.py), printed and written to
+#   5. the table (scripts/bench/compare_report.py), printed and written to
 #      bench-corpus/results/compare-DATE.md; the raw figures are in
 #      bench-corpus/results/compare-DATE/.
 #
@@ -77,8 +77,8 @@ phase_start() { T_PHASE=$SECONDS; log "== $1"; }
 phase_end() { PHASE[$1]=$((SECONDS - T_PHASE)); log "== $1 took ${PHASE[$1]} s"; }
 
 phase_start setup
-GULP_DEPS_NO_NEXTEST=1 scripts/deps.sh
-scripts/bench-corpus.sh
+GULP_DEPS_NO_NEXTEST=1 scripts/env/deps.sh
+scripts/bench/bench-corpus.sh
 phase_end setup
 
 phase_start build
@@ -96,7 +96,7 @@ mkdir -p "$RES"
 
 phase_start ingest
 ingest() {
-    "$PY" scripts/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat "$REPEAT" --repeat-short "$SHORT_REPEAT" \
+    "$PY" scripts/bench/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat "$REPEAT" --repeat-short "$SHORT_REPEAT" \
         --tasks csv-jpeg,json-8fps,json-8fps-256,image-folder \
         --gulp-chunk-option=--videos-per-chunk --work-dir "$CT/ingest-out" "$@"
 }
@@ -115,7 +115,7 @@ phase_start decode-real
 REAL="$CT/real-8fps"
 if [ ! -f "$REAL.done" ]; then
     rm -rf "$REAL" "$CT/real-work"
-    "$PY" scripts/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat 1 --memory-runs 0 \
+    "$PY" scripts/bench/bench_gulpio2_ingest.py --num-workers "$WORKERS" --repeat 1 --memory-runs 0 \
         --tasks json-8fps --keep --work-dir "$CT/real-work" >"$RES/real-ingest.out"
     mv "$CT/real-work/gulpio2-json-8fps" "$REAL"
     rm -rf "$CT/real-work"
@@ -132,7 +132,7 @@ for i in 1 2 3; do
 done
 "$CT/release/examples/bare_turbo" "$REAL" --passes 3 --json | tee "$RES/real-bare.json" >&2
 "$CT/release/examples/bare_turbo" "$REAL" --passes 3 --scale 1/2 --json | tee "$RES/real-bare-half.json" >&2
-"$PY" scripts/bench_gulpio2_io.py bench-real --dir "$REAL" --json | tee "$RES/real-gulpio2.json" >&2
+"$PY" scripts/bench/bench_gulpio2_io.py bench-real --dir "$REAL" --json | tee "$RES/real-gulpio2.json" >&2
 phase_end decode-real
 
 phase_start bench-dirs
@@ -166,7 +166,7 @@ for f in json msgpack; do
     cat "$DIRS/open-200k-$f"/*.gmeta >/dev/null
     "$CT/release/examples/open_phases" "$DIRS/open-200k-$f" --runs 5 | tee "$RES/open-$f.txt" >&2
 done
-"$PY" scripts/bench_gulpio2_io.py bench --dirs "$DIRS" --json | tee "$RES/gulpio2-io.json" >&2
+"$PY" scripts/bench/bench_gulpio2_io.py bench --dirs "$DIRS" --json | tee "$RES/gulpio2-io.json" >&2
 phase_end reads
 
 phase_start mixed
@@ -177,18 +177,18 @@ if [ ! -f "$MIXED_SRC.done" ]; then
         "$MIXED_SRC" --frame_rate 25 --num_workers "$WORKERS" --videos_per_chunk 1 >"$RES/mixed-ingest.out" 2>&1
     touch "$MIXED_SRC.done"
 fi
-"$PY" scripts/mixed_dirs.py "$MIXED_SRC" "$CT/mixed" --classes bench-corpus/mixed >&2
+"$PY" scripts/bench/mixed_dirs.py "$MIXED_SRC" "$CT/mixed" --classes bench-corpus/mixed >&2
 phase_end mixed
 
 phase_start python
 scripts/python-package.sh
-"$PY" scripts/bench_python.py --real "$REAL" --open "$DIRS/open-200k-30-json" --mixed "$CT/mixed" --json |
+"$PY" scripts/bench/bench_python.py --real "$REAL" --open "$DIRS/open-200k-30-json" --mixed "$CT/mixed" --json |
     tee "$RES/python.json" >&2
 phase_end python
 
 phase_start loader
-"$PY" scripts/bench_loader.py --real "$REAL" --json "$RES/loader.json" | tee "$RES/loader.md" >&2
-"$PY" scripts/bench_loader.py --mixed "$CT/mixed" --json "$RES/loader-mixed.json" | tee "$RES/loader-mixed.md" >&2
+"$PY" scripts/bench/bench_loader.py --real "$REAL" --json "$RES/loader.json" | tee "$RES/loader.md" >&2
+"$PY" scripts/bench/bench_loader.py --mixed "$CT/mixed" --json "$RES/loader-mixed.json" | tee "$RES/loader-mixed.md" >&2
 phase_end loader
 
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -208,5 +208,5 @@ json.dump({
     "total_s": $TOTAL, "phases": {${phases_json%,}},
 }, open(sys.argv[1], "w"), indent=1)
 EOF
-"$PY" scripts/compare_report.py "$RES" "$RESULTS/compare-$DATE.md"
+"$PY" scripts/bench/compare_report.py "$RES" "$RESULTS/compare-$DATE.md"
 log "report: $RESULTS/compare-$DATE.md (raw figures in $RES/); total $TOTAL s"

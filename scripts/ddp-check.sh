@@ -8,7 +8,7 @@
 #
 #   scripts/ddp-check.sh
 #
-# In the venv of scripts/torch-env.sh: makes 30 short videos with ffmpeg
+# In the venv of scripts/env/torch-env.sh: makes 30 short videos with ffmpeg
 # (3 classes) and gulps them; `torchrun --nproc_per_node 2` trains a small
 # 3D-conv classifier with DistributedDataParallel (gloo, CPU) on
 # `gulp.torch.ClipDataset` batches (scripts/ddp_train.py) and stops after 3
@@ -25,8 +25,8 @@ cd "$root"
 log() { echo "ddp-check.sh: $*" >&2; }
 
 # GULP_TORCH_PYTHON: a Python that has torch, torchdata, lightning and this
-# checkout's gulp already (skips scripts/torch-env.sh and its wheel build).
-PY="${GULP_TORCH_PYTHON:-$(scripts/torch-env.sh)}"
+# checkout's gulp already (skips scripts/env/torch-env.sh and its wheel build).
+PY="${GULP_TORCH_PYTHON:-$(scripts/env/torch-env.sh)}"
 TORCHRUN="$(dirname "$PY")/torchrun"
 work="$(mktemp -d /tmp/gulp-ddp.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -60,7 +60,7 @@ log "three runs in $((SECONDS - start)) s"
 log "srun's variables set by hand, no torch.distributed: 2 processes, no rank= given"
 for r in 0 1; do
     env -u RANK -u WORLD_SIZE SLURM_STEP_ID=0 SLURM_PROCID=$r SLURM_NTASKS=2 \
-        "$PY" scripts/torch_resume_check.py positions "$work/gulp" "$work/slurm.log" &
+        "$PY" scripts/ci/torch_resume_check.py positions "$work/gulp" "$work/slurm.log" &
 done
 wait
 log "a contradiction: world_size=1 given under RANK=1 WORLD_SIZE=2"
@@ -75,9 +75,9 @@ grep -q "world_size=1 was given, but the launcher (RANK/WORLD_SIZE) says world_s
     "$work/contradiction.txt" || { log "error: no warning for the contradiction"; exit 1; }
 
 log "torchdata's StatefulDataLoader, stopped after 3 batches and resumed from its state"
-"$PY" scripts/torch_resume_check.py stateful "$work/gulp" >&2
+"$PY" scripts/ci/torch_resume_check.py stateful "$work/gulp" >&2
 log "Lightning (CPU, 2 devices, DDP): stopped by a checkpoint after 3 steps, resumed from it"
-lightning() { "$PY" scripts/torch_resume_check.py lightning "$work/gulp" "$@" 2>&1 |
+lightning() { "$PY" scripts/ci/torch_resume_check.py lightning "$work/gulp" "$@" 2>&1 |
     grep -v "^\s*$" | sed 's/^/  [lightning] /' >&2; }
 lightning "$work/lightning-stop.log" --stop-after 3 --checkpoint "$work/lightning.ckpt"
 lightning "$work/lightning-resume.log" --resume "$work/lightning.ckpt"

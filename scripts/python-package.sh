@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the `gulp` Python package's wheel from this checkout and installs it
 # into .venv, when it is not installed from the current sources. Needs the
-# environment of scripts/python-env.sh.
+# environment of scripts/env/python-env.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -21,7 +21,7 @@ if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && compgen -G "dist/gulp
 fi
 # One build: the wheel users install (scripts/wheel.sh), installed here as
 # they install it. The pytest suite runs against the same wheel in a fresh
-# venv without the build tools (scripts/wheel-test.sh).
+# venv without the build tools (scripts/ci/wheel-test.sh).
 scripts/wheel.sh --host
 wheel="$(ls dist/gulp_video-*_"$arch".whl)"
 "$py" -m pip install --disable-pip-version-check --no-input -q --force-reinstall --no-deps "$wheel"

@@ -18,7 +18,7 @@ mark=$SECONDS
 step() { echo "sample.sh: $* ($((SECONDS - mark)) s; $((SECONDS - t0)) s in all)"; mark=$SECONDS; }
 
 echo "sample.sh: installing what is missing (ffmpeg, cmake, nasm with apt-get; a Python venv with gulpio2)"
-GULP_DEPS_NO_NEXTEST=1 scripts/deps.sh
+GULP_DEPS_NO_NEXTEST=1 scripts/env/deps.sh
 step "dependencies ready"
 echo "sample.sh: building the gulp wheel (Rust core, libjpeg-turbo, the gulp command) and installing it into .venv"
 scripts/python-package.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On demand: crates/gulp-python/tests/test_torch.py with PyTorch, in the
-# venv of scripts/torch-env.sh (torch is never put into .venv).
+# venv of scripts/env/torch-env.sh (torch is never put into .venv).
 #
 #   scripts/torch-check.sh                 # create or update the venv, run the tests
 #   scripts/torch-check.sh -- -k loader    # arguments after -- go to pytest
@@ -21,5 +21,5 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-PY="$(scripts/torch-env.sh "${ENV_ARGS[@]}")"
+PY="$(scripts/env/torch-env.sh "${ENV_ARGS[@]}")"
 exec "$PY" -m pytest -q "$TEST" "${PYTEST_ARGS[@]}"

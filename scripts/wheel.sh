@@ -16,7 +16,7 @@
 # (`rustup target add aarch64-unknown-linux-gnu`, tried here when missing).
 #
 # The release workflow (.github/workflows/release.yml) runs this same
-# script. Needs what scripts/deps.sh installs (cmake, nasm, the .venv with
+# script. Needs what scripts/env/deps.sh installs (cmake, nasm, the .venv with
 # maturin, auditwheel and ziglang); it installs them when missing.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,7 +31,7 @@ step() { echo "wheel.sh: $*" >&2; }
 fail() { echo "wheel.sh: error: $*" >&2; exit 1; }
 
 [ "$(uname -s)" = Linux ] || fail "builds the Linux wheels (macOS: see .github/workflows/release.yml)"
-GULP_DEPS_NO_NEXTEST=1 scripts/deps.sh
+GULP_DEPS_NO_NEXTEST=1 scripts/env/deps.sh
 bin="$root/.venv/bin"
 crate=crates/gulp-python/Cargo.toml
 mkdir -p dist

@@ -18,7 +18,7 @@ the other (gulpio-reference.md §6.3):
   gulpio1->...     the committed GulpIO v1 chunk (v1 is not on the package
                    registry) is read by both.
 
-Usage (scripts/compat.sh builds the binaries and runs this):
+Usage (scripts/ci/compat.sh builds the binaries and runs this):
 
     .venv/bin/python tests/compat/compat.py --gulp target/release/gulp \\
         --write-spec target/release/examples/write_spec [-k NAME] [--keep DIR]

@@ -1,6 +1,6 @@
 //! Writes a gulp directory from a JSON description of the chunks to write,
 //! item by item, through `ChunkWriter`. The cross-compatibility suite
-//! (`scripts/compat.sh`) uses it to make directories that gulpio2 then reads.
+//! (`scripts/ci/compat.sh`) uses it to make directories that gulpio2 then reads.
 //!
 //! ```text
 //! cargo run --release -p gulp-io --example write_spec -- <spec.json> <out_dir>

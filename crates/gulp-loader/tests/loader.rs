@@ -23,7 +23,7 @@ fn ffmpeg_frames(source: &str, w: usize, h: usize, n: usize) -> Vec<Vec<u8>> {
         .args(["-frames:v", &n.to_string(), "-q:v", "3"])
         .arg(tmp.path().join("%04d.jpg"))
         .status()
-        .expect("ffmpeg runs (scripts/deps.sh installs it)");
+        .expect("ffmpeg runs (scripts/env/deps.sh installs it)");
     assert!(status.success());
     (1..=n)
         .map(|i| std::fs::read(tmp.path().join(format!("{i:04}.jpg"))).expect("frame"))

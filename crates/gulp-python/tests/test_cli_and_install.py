@@ -31,7 +31,7 @@ def test_the_installed_distribution_is_gulp_video():
     """Installed as the distribution `gulp-video` (`gulp` on the package
     registry is another project), with its metadata, the type stubs, the
     console script, and numpy as the only dependency. A fresh venv with
-    the wheel alone, without build tools, is scripts/wheel-test.sh."""
+    the wheel alone, without build tools, is scripts/ci/wheel-test.sh."""
     from importlib import metadata
 
     dist = metadata.distribution("gulp-video")

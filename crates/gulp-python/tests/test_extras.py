@@ -247,7 +247,7 @@ def test_stubs_match_the_modules(module):
     """Every name of the native module's stub exists at run time, and every
     public function and method at run time is in the stub. (The pure-Python
     modules carry their own annotations; mypy --strict and stubtest check
-    both in scripts/typecheck.sh.) Private classes of the stub are typing
+    both in scripts/ci/typecheck.sh.) Private classes of the stub are typing
     helpers (protocols of what the native side reads) with no run-time
     twin."""
     import ast

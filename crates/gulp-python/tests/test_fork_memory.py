@@ -2,7 +2,7 @@
 worker reading items at random adds little private memory, because
 `gd[id]` parses that item's meta alone instead of parsing and keeping the
 meta of every chunk it touches. The full-size measurement is
-scripts/bench_fork.py."""
+scripts/bench/bench_fork.py."""
 
 import os
 import random

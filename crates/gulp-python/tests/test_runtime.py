@@ -89,7 +89,7 @@ def test_two_threads_decode_at_the_same_time(large_dir):
     """Decoding releases the GIL: two threads' calls overlap in time. With
     the GIL held through a call, one thread's calls would fit between the
     other's and overlap only at their edges. (Whether that makes two
-    threads twice as fast depends on free cores: scripts/bench_python.py
+    threads twice as fast depends on free cores: scripts/bench/bench_python.py
     measures it.)"""
     gd = gulp.GulpDirectory(large_dir)
     gd[gd.ids()[0]]  # warm up: maps, meta

@@ -13,7 +13,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A 176x100 photo-like JPEG (quality 90, 4:4:4, as gulpio2's writer makes
 /// them): the frame size of Something-Something v1 and Jester.
-/// Made by `scripts/bench_gulpio2_io.py make-jpeg`.
+/// Made by `scripts/bench/bench_gulpio2_io.py make-jpeg`.
 pub const PHOTO_JPEG: &[u8] = include_bytes!("../../gulp-io/benches/data/photo-176x100.jpg");
 
 /// Width and height of [`PHOTO_JPEG`].

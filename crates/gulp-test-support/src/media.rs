@@ -13,7 +13,7 @@ pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
         .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"])
         .args(args)
         .output()
-        .expect("ffmpeg must be installed (scripts/deps.sh installs it)");
+        .expect("ffmpeg must be installed (scripts/env/deps.sh installs it)");
     assert!(
         out.status.success(),
         "ffmpeg {args:?} failed: {}",
