@@ -106,10 +106,83 @@ enum PySize {
     Hw((usize, usize)),
 }
 
+impl PyShuffle {
+    /// The shuffle, its chunk window `chunk_window=` if given.
+    fn with_window(self, chunk_window: Option<usize>) -> PyResult<Shuffle> {
+        self.value()
+            .with_window(chunk_window)
+            .map_err(|e| Class::Invalid.err(e))
+    }
+}
+
+/// How the loader opens its directories: `cache_dir=`, `cache_limit=`
+/// and `cache_fetch=`.
+fn open_options(
+    cache_dir: Option<&Bound<'_, PyAny>>,
+    cache_limit: Option<&Bound<'_, PyAny>>,
+    cache_fetch: Option<&str>,
+) -> PyResult<gulp_io::DirectoryOptions> {
+    Ok(
+        GulpDirectory::options().cache_choice(crate::directory::cache_options(
+            cache_dir,
+            cache_limit,
+            cache_fetch,
+        )?),
+    )
+}
+
+impl PySize {
+    /// `(H, W)`.
+    fn hw(self) -> (usize, usize) {
+        match self {
+            PySize::Square(n) => (n, n),
+            PySize::Hw(hw) => hw,
+        }
+    }
+}
+
+/// `crop=`, with `scale=` and `ratio=` for a random resized crop.
+fn crop_mode(crop: Option<Named<CropMode>>, scale: (f64, f64), ratio: (f64, f64)) -> CropMode {
+    match crop.map_or(CropMode::None, |c| c.0) {
+        CropMode::RandomResized { .. } => CropMode::RandomResized { scale, ratio },
+        mode => mode,
+    }
+}
+
+/// `dct=`, `codec=` and `strict=`.
+fn decode_options(dct: Named<Dct>, codec: Option<Named<Codec>>, strict: bool) -> DecodeOptions {
+    DecodeOptions {
+        dct: dct.0,
+        codec: codec.map_or_else(Codec::default, |c| c.0),
+        strict,
+        ..DecodeOptions::default()
+    }
+}
+
 /// `target=`: a key, several keys, or a function of the meta.
 enum PyTarget {
     Keys(TargetKeys),
     Function(Py<PyAny>),
+}
+
+impl PyTarget {
+    /// The loader's target from `target=`, `target_type=` and
+    /// `num_classes=`.
+    fn into_target(
+        target: Option<PyTarget>,
+        kind: Option<Named<TargetKind>>,
+        num_classes: Option<usize>,
+    ) -> PyResult<Target> {
+        let kind = kind.map(|t| t.0);
+        match target {
+            None => Target::from_keys(None, kind, num_classes),
+            Some(PyTarget::Keys(keys)) => Target::from_keys(Some(keys), kind, num_classes),
+            Some(PyTarget::Function(f)) => {
+                Target::from_function(computed_target(f), kind, num_classes)
+            }
+        }
+        .map_err(|e| Class::Invalid.err(e))
+    }
 }
 
 impl<'py> FromPyObject<'_, 'py> for PyTarget {
@@ -135,15 +208,21 @@ impl<'py> FromPyObject<'_, 'py> for PyTarget {
     }
 }
 
-/// The ranks: those given, the rest from `torch.distributed` (the rank and
-/// world size the Python side found in an initialised process group) or
-/// the launcher's variables; a given value that contradicts the launcher
-/// is a `UserWarning` (Python shows each once).
+/// The ranks: those given (`rank=`, `world_size=`, `local_world_size=`),
+/// the rest from `torch.distributed` (the rank and world size the Python
+/// side found in an initialised process group) or the launcher's
+/// variables; a given value that contradicts the launcher is a
+/// `UserWarning` (Python shows each once).
 pub(crate) fn resolve_ranks(
     py: Python<'_>,
-    given: GivenRanks,
+    (rank, world_size, local_world_size): (Option<usize>, Option<usize>, Option<usize>),
     torch: Option<(usize, usize)>,
 ) -> PyResult<Ranks> {
+    let given = GivenRanks {
+        rank,
+        world_size,
+        local_world_size,
+    };
     let var = |k: &str| std::env::var(k).ok();
     let env = Launch::from_env(var);
     let launch = match torch {
@@ -191,6 +270,23 @@ struct PySegments {
     pair: Option<String>,
     unit: Named<Unit>,
     fps: Option<f64>,
+}
+
+impl PySegments {
+    fn into_segments(self) -> Segments {
+        Segments {
+            key: self.key,
+            bounds: match self.pair {
+                Some(pair) => Bounds::Pair(pair),
+                None => Bounds::Keys {
+                    start: self.start,
+                    end: self.end,
+                },
+            },
+            unit: self.unit.0,
+            fps: self.fps,
+        }
+    }
 }
 
 /// A Python function of an item's meta, called once per item (the GIL
@@ -385,6 +481,14 @@ fn convert_target(value: &Bound<'_, PyAny>) -> PyResult<Option<Targets>> {
 }
 
 impl PySource {
+    /// The loader's sources, `gulp.Source` objects.
+    fn all(sources: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Source>> {
+        sources
+            .into_iter()
+            .map(|s| s.extract::<PySource>()?.into_source())
+            .collect()
+    }
+
     fn into_source(self) -> PyResult<Source> {
         let amount = match (self.weight, self.repeat, self.choose) {
             (None, None, None) => Amount::All,
@@ -461,50 +565,12 @@ impl Loader {
         cache_limit: Option<&Bound<'_, PyAny>>,
         cache_fetch: Option<&str>,
     ) -> PyResult<Loader> {
-        let invalid = |e: String| Class::Invalid.err(e);
-        let crop = match crop.map_or(CropMode::None, |c| c.0) {
-            CropMode::RandomResized { .. } => CropMode::RandomResized { scale, ratio },
-            mode => mode,
-        };
-        let kind = target_type.map(|t| t.0);
-        let target = match target {
-            None => Target::from_keys(None, kind, num_classes),
-            Some(PyTarget::Keys(keys)) => Target::from_keys(Some(keys), kind, num_classes),
-            Some(PyTarget::Function(f)) => {
-                Target::from_function(computed_target(f), kind, num_classes)
-            }
-        }
-        .map_err(invalid)?;
+        let target = PyTarget::into_target(target, target_type, num_classes)?;
         let segments = segments
-            .map(|s| -> PyResult<Segments> {
-                let s: PySegments = s.extract()?;
-                Ok(Segments {
-                    key: s.key,
-                    bounds: match s.pair {
-                        Some(pair) => Bounds::Pair(pair),
-                        None => Bounds::Keys {
-                            start: s.start,
-                            end: s.end,
-                        },
-                    },
-                    unit: s.unit.0,
-                    fps: s.fps,
-                })
-            })
+            .map(|s| s.extract::<PySegments>().map(PySegments::into_segments))
             .transpose()?;
-        let sources = sources
-            .into_iter()
-            .map(|s| s.extract::<PySource>()?.into_source())
-            .collect::<PyResult<Vec<Source>>>()?;
-        let ranks = resolve_ranks(
-            py,
-            GivenRanks {
-                rank,
-                world_size,
-                local_world_size,
-            },
-            torch_ranks,
-        )?;
+        let sources = PySource::all(sources)?;
+        let ranks = resolve_ranks(py, (rank, world_size, local_world_size), torch_ranks)?;
         let defaults = LoaderOptions::default();
         let options = LoaderOptions {
             frames,
@@ -513,16 +579,13 @@ impl Loader {
             clips,
             spatial: Spatial {
                 resize,
-                size: size.map(|s| match s {
-                    PySize::Square(n) => (n, n),
-                    PySize::Hw(hw) => hw,
-                }),
-                crop,
+                size: size.map(PySize::hw),
+                crop: crop_mode(crop, scale, ratio),
                 flip,
             },
             batch_size,
             order: Order {
-                shuffle: shuffle.value().with_window(chunk_window).map_err(invalid)?,
+                shuffle: shuffle.with_window(chunk_window)?,
                 seed,
                 drop_last,
                 ..defaults.order
@@ -535,23 +598,14 @@ impl Loader {
                 key: label_key,
                 index: labels,
             },
-            decode: DecodeOptions {
-                dct: dct.0,
-                codec: codec.map_or_else(Codec::default, |c| c.0),
-                strict,
-                ..DecodeOptions::default()
-            },
+            decode: decode_options(dct, codec, strict),
             sampler: sampler.0,
             samples_per_epoch,
             target,
             on_missing: on_missing.0,
             segments,
             shared_labels,
-            open: GulpDirectory::options().cache_choice(crate::directory::cache_options(
-                cache_dir,
-                cache_limit,
-                cache_fetch,
-            )?),
+            open: open_options(cache_dir, cache_limit, cache_fetch)?,
             ..defaults
         }
         .with_ranks(&ranks);
