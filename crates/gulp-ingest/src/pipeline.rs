@@ -262,14 +262,7 @@ pub fn ingest(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<IngestReport> {
     let start = Instant::now();
-    if opts.items_per_chunk == 0 {
-        return Err(Error::Options("items per chunk must be at least 1".into()));
-    }
-    if opts.workers == 0 {
-        return Err(Error::Options(
-            "the number of workers must be at least 1".into(),
-        ));
-    }
+    check_options(opts)?;
     // Into an object store: chunks are written in a local staging directory
     // and uploaded when committed (data, then meta: the meta is the commit,
     // as locally). Several writers of one prefix are told apart only by
@@ -286,22 +279,7 @@ pub fn ingest(
     if !remote {
         fs::create_dir_all(output).map_err(|e| Error::io("creating", output, e))?;
     }
-    // A sharded task shares the directory with the other tasks (and
-    // recovers only its own chunks); a plain run has it to itself.
-    let per_chunk = opts.items_per_chunk;
-    let (task, dir_lock) = match opts.shard {
-        None if remote => (None, None),
-        Some(shard) => {
-            let plan = Plan {
-                count: shard.count,
-                items_per_chunk: per_chunk,
-                items: adapter.len(),
-                shuffle_seed: opts.shuffle_seed,
-            };
-            (Some(TaskLock::take(output, shard, plan)?), None)
-        }
-        None => (None, Some(lock(output)?)),
-    };
+    let (task, dir_lock) = take_output(adapter, output, opts, remote)?;
     let mut report = IngestReport {
         recovered: match opts.shard {
             _ if remote => Vec::new(),
@@ -337,30 +315,14 @@ pub fn ingest(
             error: dup.error.clone(),
         });
     }
-    if let Some(labels) = adapter.labels() {
-        let written = labels.write(write_dir)?;
-        report.label_file = Some(if remote {
-            let url = gulp_io::LabelIndex::path(output);
-            publish_file(&written, &url)?;
-            url
-        } else {
-            written
-        });
-    }
+    report.label_file = write_labels(adapter, write_dir, output, remote)?;
 
-    let mut frames_opts = opts.frames;
-    if frames_opts.frame_rate.is_none() {
-        frames_opts.frame_rate = adapter.default_frame_rate();
-    }
-    if frames_opts.decode_threads.is_none() {
-        frames_opts.decode_threads = Some(decode_threads_per_worker(opts.workers));
-    }
     let state = Run {
         adapter,
         output: write_dir,
         publish: remote.then_some(output),
         opts,
-        frames: frames_opts,
+        frames: frame_options(adapter, opts),
         batching: AtomicBool::new(true),
     };
     drop(gulp);
@@ -391,6 +353,78 @@ fn refresh_index(output: &Path, lock: Option<File>) -> Result<()> {
     drop(lock);
     GulpDirectory::refresh_index(output)?;
     Ok(())
+}
+
+/// Refuses options that would write nothing.
+fn check_options(opts: &IngestOptions) -> Result<()> {
+    if opts.items_per_chunk == 0 {
+        return Err(Error::Options("items per chunk must be at least 1".into()));
+    }
+    if opts.workers == 0 {
+        return Err(Error::Options(
+            "the number of workers must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Claims the output for the run: a sharded task shares the directory with
+/// the other tasks (and recovers only its own chunks), so it takes its task
+/// lock; a plain run has the directory to itself and locks it; an object
+/// store has no lock (see [`ingest`]).
+fn take_output(
+    adapter: &dyn DatasetAdapter,
+    output: &Path,
+    opts: &IngestOptions,
+    remote: bool,
+) -> Result<(Option<TaskLock>, Option<File>)> {
+    Ok(match opts.shard {
+        None if remote => (None, None),
+        Some(shard) => {
+            let plan = Plan {
+                count: shard.count,
+                items_per_chunk: opts.items_per_chunk,
+                items: adapter.len(),
+                shuffle_seed: opts.shuffle_seed,
+            };
+            (Some(TaskLock::take(output, shard, plan)?), None)
+        }
+        None => (None, Some(lock(output)?)),
+    })
+}
+
+/// Writes the adapter's label file, if it has labels, into `write_dir` and,
+/// into an object store, uploads it; returns where it is.
+fn write_labels(
+    adapter: &dyn DatasetAdapter,
+    write_dir: &Path,
+    output: &Path,
+    remote: bool,
+) -> Result<Option<PathBuf>> {
+    let Some(labels) = adapter.labels() else {
+        return Ok(None);
+    };
+    let written = labels.write(write_dir)?;
+    Ok(Some(if remote {
+        let url = gulp_io::LabelIndex::path(output);
+        publish_file(&written, &url)?;
+        url
+    } else {
+        written
+    }))
+}
+
+/// The frame options of the run: the adapter's frame rate and a share of
+/// the cores for decoding where the caller left them unset.
+fn frame_options(adapter: &dyn DatasetAdapter, opts: &IngestOptions) -> FrameOptions {
+    let mut frames = opts.frames;
+    if frames.frame_rate.is_none() {
+        frames.frame_rate = adapter.default_frame_rate();
+    }
+    if frames.decode_threads.is_none() {
+        frames.decode_threads = Some(decode_threads_per_worker(opts.workers));
+    }
+    frames
 }
 
 /// Takes an exclusive lock on the output directory itself for the run, so

@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::num::NonZeroU32;
 use std::os::fd::AsFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -192,42 +192,14 @@ pub fn decode_videos(
     let Ok(dir) = tempfile::Builder::new().prefix("gulp-ffmpeg-").tempdir() else {
         return BatchOutcome::Failed;
     };
-    // One named pipe per video, both ends open before ffmpeg starts (see
-    // `open_fifo`).
-    let mut fifos = Vec::with_capacity(paths.len());
-    let mut ends = Vec::with_capacity(paths.len());
-    for i in 0..paths.len() {
-        let fifo = dir.path().join(format!("{i}.y4m"));
-        match open_fifo(&fifo) {
-            Ok(pair) => ends.push(pair),
-            Err(_) => return BatchOutcome::Failed,
-        }
-        fifos.push(fifo);
-    }
-    let (readers, keepers): (Vec<File>, Vec<File>) = ends.into_iter().unzip();
+    let Some((fifos, readers, keepers)) = open_fifos(dir.path(), paths.len()) else {
+        return BatchOutcome::Failed;
+    };
     let Ok(ffmpeg) = ffmpeg::binary() else {
         return BatchOutcome::Failed;
     };
     let serial = SERIAL.load(Ordering::Relaxed);
-    let mut cmd = Command::new(ffmpeg);
-    // -y: the outputs exist (they are the pipes).
-    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
-    for path in paths {
-        input_args(&mut cmd, path, threads);
-    }
-    for (i, fifo) in fifos.iter().enumerate() {
-        output_args(&mut cmd, i, frame_rate);
-        if serial && i > 0 {
-            cmd.arg("-bsf:v")
-                .arg(format!("setts=ts=TS+{i}*{SERIAL_SHIFT_S}/TB"));
-        }
-        let mut url = OsString::from("file:");
-        url.push(fifo);
-        cmd.arg(url);
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut cmd = batch_command(&ffmpeg, paths, &fifos, frame_rate, threads, serial);
     let Ok(mut child) = cmd.spawn() else {
         return BatchOutcome::Failed;
     };
@@ -242,28 +214,7 @@ pub fn decode_videos(
             .map(|(i, (stream, sink))| {
                 thread::Builder::new()
                     .name(format!("ffmpeg-output-{i}"))
-                    .spawn_scoped(scope, move || {
-                        // This thread reads and encodes. While it encodes,
-                        // ffmpeg writes on into the pipe (1 MiB: a whole
-                        // frame up to 720p) and wakes nobody; a reader
-                        // thread of its own drained the pipe as fast as it
-                        // filled and was woken by most of ffmpeg's 32 KiB
-                        // writes (on the corpus, 20 % more context switches
-                        // and 2-3 % more CPU time). A sink that fails, or
-                        // frames too large, end the read, which closes this
-                        // end of the pipe: ffmpeg's next write to it fails
-                        // and it exits.
-                        let mut frames = 0usize;
-                        let read = read_stream(stream, &mut |frame| {
-                            if u64::from(frame.width) * u64::from(frame.height) > BATCH_MAX_PIXELS {
-                                too_large.store(true, Ordering::Relaxed);
-                                return Err(ItemError::new("frames too large to batch"));
-                            }
-                            frames += 1;
-                            sink(frame)
-                        });
-                        read.is_ok() && frames > 0
-                    })
+                    .spawn_scoped(scope, move || read_output(stream, sink, too_large))
             })
             .collect();
         let status = child.wait();
@@ -292,6 +243,76 @@ pub fn decode_videos(
     } else {
         BatchOutcome::Failed
     }
+}
+
+/// One named pipe per video in `dir`, both ends open before ffmpeg starts
+/// (see `open_fifo`): the pipes' paths, the read ends, and the write ends
+/// kept open until ffmpeg exits.
+fn open_fifos(dir: &Path, n: usize) -> Option<(Vec<PathBuf>, Vec<File>, Vec<File>)> {
+    let mut fifos = Vec::with_capacity(n);
+    let mut ends = Vec::with_capacity(n);
+    for i in 0..n {
+        let fifo = dir.join(format!("{i}.y4m"));
+        ends.push(open_fifo(&fifo).ok()?);
+        fifos.push(fifo);
+    }
+    let (readers, keepers) = ends.into_iter().unzip();
+    Some((fifos, readers, keepers))
+}
+
+/// The ffmpeg command that decodes `paths` into `fifos`, one output each,
+/// shifted in time one after the other when `serial` (see [`SERIAL`]).
+fn batch_command(
+    ffmpeg: &Path,
+    paths: &[&Path],
+    fifos: &[PathBuf],
+    frame_rate: Option<f64>,
+    threads: Option<NonZeroU32>,
+    serial: bool,
+) -> Command {
+    let mut cmd = Command::new(ffmpeg);
+    // -y: the outputs exist (they are the pipes).
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
+    for path in paths {
+        input_args(&mut cmd, path, threads);
+    }
+    for (i, fifo) in fifos.iter().enumerate() {
+        output_args(&mut cmd, i, frame_rate);
+        if serial && i > 0 {
+            cmd.arg("-bsf:v")
+                .arg(format!("setts=ts=TS+{i}*{SERIAL_SHIFT_S}/TB"));
+        }
+        let mut url = OsString::from("file:");
+        url.push(fifo);
+        cmd.arg(url);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Reads one output of a batch into its sink, on the output's own thread;
+/// whether it gave at least one frame and the sink took them all.
+///
+/// This thread reads and encodes. While it encodes, ffmpeg writes on into
+/// the pipe (1 MiB: a whole frame up to 720p) and wakes nobody; a reader
+/// thread of its own drained the pipe as fast as it filled and was woken by
+/// most of ffmpeg's 32 KiB writes (on the corpus, 20 % more context
+/// switches and 2-3 % more CPU time). A sink that fails, or frames too
+/// large (then `too_large` is set), end the read, which closes this end of
+/// the pipe: ffmpeg's next write to it fails and it exits.
+fn read_output(stream: File, sink: &mut &mut SendSink<'_>, too_large: &AtomicBool) -> bool {
+    let mut frames = 0usize;
+    let read = read_stream(stream, &mut |frame| {
+        if u64::from(frame.width) * u64::from(frame.height) > BATCH_MAX_PIXELS {
+            too_large.store(true, Ordering::Relaxed);
+            return Err(ItemError::new("frames too large to batch"));
+        }
+        frames += 1;
+        sink(frame)
+    });
+    read.is_ok() && frames > 0
 }
 
 /// What became of a batch given to [`decode_videos`].

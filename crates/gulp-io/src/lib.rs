@@ -38,10 +38,8 @@
 mod cache;
 pub mod check;
 mod choice;
-mod decode;
+mod codec;
 mod directory;
-#[cfg(feature = "turbojpeg")]
-mod encode;
 mod error;
 mod index_file;
 mod labels;
@@ -52,8 +50,6 @@ mod recover;
 pub mod remote;
 mod select;
 mod storage;
-#[cfg(feature = "turbojpeg")]
-mod turbo;
 mod writer;
 
 pub use crate::cache::{
@@ -61,14 +57,14 @@ pub use crate::cache::{
     parse_byte_size,
 };
 pub use crate::choice::{Choice, UnknownChoice, quoted};
-pub use crate::decode::{
+pub use crate::codec::{
     Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegFrame,
     JpegHeader, MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch,
     decode_jpeg, decode_jpeg_into, decode_jpeg_with, read_header, scaled,
 };
-pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
 #[cfg(feature = "turbojpeg")]
-pub use crate::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
+pub use crate::codec::{Subsampling, encode_jpeg, encode_yuv_planes};
+pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::index_file::{AUTO_ITEMS, IndexPolicy, IndexState, LABEL_KEY};
 pub use crate::labels::{LABEL_FILE, LabelIndex};

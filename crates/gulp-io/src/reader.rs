@@ -12,6 +12,9 @@ use memmap2::Mmap;
 use crate::cache::Cached;
 #[cfg(feature = "s3")]
 use crate::cache::RangeStore;
+use crate::codec::{
+    Codec, DecodeOptions, FrameDecoder, Image, JpegFrame, Shape, check_size, decode_jpeg_into,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
 use crate::storage::Source;
@@ -487,5 +490,166 @@ impl ChunkReader {
         }
         let jpeg_len = fi.jpeg_len().unwrap_or(0);
         Ok((fi.loc, fi.loc + jpeg_len))
+    }
+}
+
+// Decoding a record, with its place added to a decoding error.
+impl ChunkReader {
+    /// Decodes frame `index` of `id` with `decoder`. Unlike [`decode_jpeg`],
+    /// a decoding error says where the frame is: the id, the frame, the data
+    /// file and the record's byte offset.
+    pub fn decode_frame(
+        &self,
+        id: &str,
+        index: usize,
+        decoder: &dyn FrameDecoder,
+    ) -> Result<Image> {
+        let jpeg = self.frame(id, index)?;
+        decoder
+            .decode(&jpeg)
+            .map_err(|e| self.locate_decode_error(e, id, index))
+    }
+
+    /// Decodes frame `index` of `id` into `out` with `options` (see
+    /// [`decode_jpeg_into`]); an error says where the frame is.
+    pub fn decode_frame_into(
+        &self,
+        id: &str,
+        index: usize,
+        options: &DecodeOptions,
+        out: &mut [u8],
+    ) -> Result<Shape> {
+        let jpeg = self.frame(id, index)?;
+        decode_jpeg_into(&jpeg, options, out).map_err(|e| self.locate_decode_error(e, id, index))
+    }
+
+    /// Decodes frame `index` of `id` with `options` into a buffer that
+    /// `alloc` makes for the output shape: the header is read once, the
+    /// caller chooses where the pixels go (a pooled buffer, a slice of a
+    /// batch), and an error says where the frame is. Returns the shape
+    /// written, at the start of the buffer.
+    pub fn decode_frame_with<B: AsMut<[u8]>>(
+        &self,
+        id: &str,
+        index: usize,
+        options: &DecodeOptions,
+        alloc: impl FnOnce(Shape) -> B,
+    ) -> Result<(Shape, B)> {
+        let jpeg = self.frame(id, index)?;
+        self.decode_jpeg_with(id, index, &jpeg, options, alloc)
+    }
+
+    /// [`decode_frame_with`](Self::decode_frame_with) on bytes already
+    /// read (e.g. all frames of an item, read together by
+    /// [`frames_at`](Self::frames_at): from an object store, one request).
+    pub fn decode_jpeg_with<B: AsMut<[u8]>>(
+        &self,
+        id: &str,
+        index: usize,
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        alloc: impl FnOnce(Shape) -> B,
+    ) -> Result<(Shape, B)> {
+        let loc = self.record_loc(id, index);
+        self.decode_record_with(id, index, loc, jpeg, options, alloc)
+    }
+
+    /// [`decode_jpeg_with`](Self::decode_jpeg_with) for a record whose
+    /// byte offset the caller knows (from an item read alone, see
+    /// [`GulpDirectory::read_item`](crate::GulpDirectory::read_item)).
+    pub fn decode_record_with<B: AsMut<[u8]>>(
+        &self,
+        id: &str,
+        index: usize,
+        loc: u64,
+        jpeg: &[u8],
+        options: &DecodeOptions,
+        alloc: impl FnOnce(Shape) -> B,
+    ) -> Result<(Shape, B)> {
+        let decode = || -> Result<(Shape, B)> {
+            let mut frame = JpegFrame::new(jpeg, options.codec)?;
+            let header = *frame.header();
+            // Refused before the allocation, whatever the header claims.
+            check_size(header.width, header.height)?;
+            let mut buf = alloc(header.output_shape(options));
+            let shape = frame.decode_into(options, buf.as_mut())?;
+            Ok((shape, buf))
+        };
+        decode().map_err(|e| self.locate_at(e, id, index, loc))
+    }
+
+    /// Runs `f` on frame `index` of `id` opened as a [`JpegFrame`] (its
+    /// header read once): the caller chooses how to decode from the header
+    /// (a scale and a region for a crop, a slice of a batch for the
+    /// output), and a decoding error from `f` says where the frame is.
+    pub fn with_frame<T>(
+        &self,
+        id: &str,
+        index: usize,
+        codec: Codec,
+        f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let jpeg = self.frame(id, index)?;
+        self.with_jpeg(id, index, &jpeg, codec, f)
+    }
+
+    /// [`with_frame`](Self::with_frame) on bytes already read (e.g. all
+    /// frames of a clip, read together by [`frames_at`](Self::frames_at)):
+    /// a decoding error says that they are frame `index` of `id`.
+    pub fn with_jpeg<T>(
+        &self,
+        id: &str,
+        index: usize,
+        jpeg: &[u8],
+        codec: Codec,
+        f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.with_record(id, index, self.record_loc(id, index), jpeg, codec, f)
+    }
+
+    /// The byte offset of a frame's record, from the meta (0 if unknown).
+    fn record_loc(&self, id: &str, index: usize) -> u64 {
+        self.item(id)
+            .ok()
+            .and_then(|item| item.frame_info.get(index))
+            .map_or(0, |fi| fi.loc)
+    }
+
+    /// [`with_jpeg`](Self::with_jpeg) for a record whose byte offset the
+    /// caller knows (from an index of its own, see
+    /// [`records_at`](Self::records_at)).
+    pub fn with_record<T>(
+        &self,
+        id: &str,
+        index: usize,
+        loc: u64,
+        jpeg: &[u8],
+        codec: Codec,
+        f: impl FnOnce(&mut JpegFrame<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let run = || -> Result<T> {
+            let mut frame = JpegFrame::new(jpeg, codec)?;
+            f(&mut frame)
+        };
+        run().map_err(|e| self.locate_at(e, id, index, loc))
+    }
+
+    /// Adds the frame's place to a decoding error that has none.
+    fn locate_decode_error(&self, e: crate::Error, id: &str, index: usize) -> crate::Error {
+        self.locate_at(e, id, index, self.record_loc(id, index))
+    }
+
+    fn locate_at(&self, e: crate::Error, id: &str, index: usize, loc: u64) -> crate::Error {
+        match e.kind() {
+            ErrorKind::Decode { at, reason } if at.is_empty() => ErrorKind::Decode {
+                at: format!(
+                    " in {}: id {id:?} frame {index} (record at byte {loc})",
+                    self.data_path().display()
+                ),
+                reason: reason.clone(),
+            }
+            .into(),
+            _ => e,
+        }
     }
 }

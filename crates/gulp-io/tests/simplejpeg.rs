@@ -1,6 +1,6 @@
 //! gulp encodes a frame to the very bytes gulpio2 writes (its
 //! `img_to_jpeg_bytes`: simplejpeg, quality 90, 4:4:4, which is libjpeg-turbo's
-//! fast DCT: see `set_compress_params` in src/turbo.rs), and
+//! fast DCT: see `set_compress_params` in src/codec/ffi.rs), and
 //! decodes gulpio2's JPEGs to the very pixels gulpio2 reads
 //! (`jpeg_bytes_to_img`: fast DCT, fast upsampling). Runs gulpio2 from the
 //! compatibility venv (`GULP_PYTHON`, set by scripts/test.sh).

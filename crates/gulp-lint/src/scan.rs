@@ -12,7 +12,9 @@
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use gulp_io::{ChunkReader, ColorMode, DecodeOptions, GulpDirectory, JpegFrame, Scale};
+use gulp_io::{
+    ChunkReader, ColorMode, DecodeOptions, GulpDirectory, JpegFrame, JpegHeader, Scale, Shape,
+};
 
 use crate::error::{Error, Result};
 use crate::measure::{self, THUMB};
@@ -118,6 +120,57 @@ struct FrameWork {
 }
 
 impl FrameWork {
+    fn new() -> FrameWork {
+        FrameWork {
+            flagged: Vec::new(),
+            previous: None,
+            run: Vec::new(),
+            frozen: Flagged {
+                check: Check::Frozen,
+                frames: Vec::new(),
+                score: 0.0,
+            },
+        }
+    }
+
+    /// Flags frame `k` for each check whose threshold its statistics `s`
+    /// (and `sharpness`, if it was measured) cross.
+    fn flag_frame(&mut self, k: usize, s: &measure::Stats, sharpness: Option<f64>, t: &Thresholds) {
+        if s.p99 <= t.dark {
+            self.flag(Check::Dark, k, s.p99, lower);
+        }
+        if s.p5 >= t.light {
+            self.flag(Check::Light, k, s.p5, higher);
+        }
+        if s.std <= t.blank {
+            self.flag(Check::Blank, k, s.std, lower);
+        }
+        if s.entropy <= t.low_information {
+            self.flag(Check::LowInformation, k, s.entropy, lower);
+        }
+        if let Some(sharpness) = sharpness.filter(|&x| x <= t.blurry) {
+            self.flag(Check::Blurry, k, sharpness, lower);
+        }
+    }
+
+    /// Extends the run of same frames with frame `k` (thumbnail `thumb`) if
+    /// it matches the previous frame, or ends the run.
+    fn follow_frozen(&mut self, k: usize, thumb: [f32; THUMB * THUMB], t: &Thresholds) {
+        let same = self
+            .previous
+            .as_ref()
+            .is_some_and(|p| measure::thumb_diff(p, &thumb) <= t.frozen_diff);
+        if same {
+            if self.run.is_empty() {
+                self.run.push(k - 1);
+            }
+            self.run.push(k);
+        } else {
+            self.end_run(t.frozen_frames);
+        }
+        self.previous = Some(thumb);
+    }
+
     fn flag(&mut self, check: Check, frame: usize, score: f64, worse: fn(f64, f64) -> bool) {
         match self.flagged.iter_mut().find(|f| f.check == check) {
             Some(f) => {
@@ -152,6 +205,38 @@ fn higher(a: f64, b: f64) -> bool {
     a > b
 }
 
+/// Decodes one frame into `buf` with `decode`: its header, the shape
+/// written, and, when `blur` is given, its sharpness. The frame's header is
+/// read once; a frame judged for blur is decoded twice (at the blur scale,
+/// then as every frame is, so that its statistics and thumbnail compare
+/// with the others').
+fn decode_frame(
+    jpeg: &[u8],
+    decode: &DecodeOptions,
+    blur: Option<&DecodeOptions>,
+    t: &Thresholds,
+    buf: &mut Vec<u8>,
+) -> gulp_io::Result<(JpegHeader, Shape, Option<f64>)> {
+    let mut frame = JpegFrame::new(jpeg, decode.codec)?;
+    let header = *frame.header();
+    let mut sharpness = None;
+    if let Some(blur_decode) = blur {
+        let shape = header.output_shape(blur_decode);
+        buf.resize(shape.len(), 0);
+        let shape = frame.decode_into(blur_decode, buf)?;
+        let luma = &buf[..shape.len()];
+        let std = measure::stats(luma).std;
+        // A uniform frame has no edges to be sharp or blurred.
+        if std > t.blank {
+            sharpness = Some(measure::sharpness(luma, shape.width, shape.height, std));
+        }
+    }
+    let shape = header.output_shape(decode);
+    buf.resize(shape.len(), 0);
+    let shape = frame.decode_into(decode, buf)?;
+    Ok((header, shape, sharpness))
+}
+
 /// Scans one item.
 fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<ItemScan> {
     let t: &Thresholds = &options.thresholds;
@@ -178,16 +263,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
     let mut frame_hashes = Vec::with_capacity(if n > 1 { n } else { 0 });
     let mut size = None;
     let mut undecodable = Vec::new();
-    let mut work = FrameWork {
-        flagged: Vec::new(),
-        previous: None,
-        run: Vec::new(),
-        frozen: Flagged {
-            check: Check::Frozen,
-            frames: Vec::new(),
-            score: 0.0,
-        },
-    };
+    let mut work = FrameWork::new();
     for (k, jpeg) in jpegs.iter().enumerate() {
         let h = byte_hash(jpeg, 1);
         content.0 = byte_hash(&[content.0.to_le_bytes(), h.to_le_bytes()].concat(), 2);
@@ -196,29 +272,8 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
             4,
         );
         let judge_blur = blur_frames.contains(&k);
-        // The frame's header is read once; a frame judged for blur is
-        // decoded twice (at the blur scale, then as every frame is, so
-        // that its statistics and thumbnail compare with the others').
-        let mut sharpness = None;
-        let decoded = JpegFrame::new(jpeg, decode.codec).and_then(|mut frame| {
-            let header = *frame.header();
-            if judge_blur {
-                let shape = header.output_shape(&blur_decode);
-                buf.resize(shape.len(), 0);
-                let shape = frame.decode_into(&blur_decode, buf)?;
-                let luma = &buf[..shape.len()];
-                let std = measure::stats(luma).std;
-                // A uniform frame has no edges to be sharp or blurred.
-                if std > t.blank {
-                    sharpness = Some(measure::sharpness(luma, shape.width, shape.height, std));
-                }
-            }
-            let shape = header.output_shape(&decode);
-            buf.resize(shape.len(), 0);
-            let shape = frame.decode_into(&decode, buf)?;
-            Ok((header, shape))
-        });
-        let (header, shape) = match decoded {
+        let blur = judge_blur.then_some(&blur_decode);
+        let (header, shape, sharpness) = match decode_frame(jpeg, &decode, blur, t, buf) {
             Ok(d) => d,
             Err(e) => {
                 undecodable.push((k, e.to_string()));
@@ -242,21 +297,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         if n > 1 {
             frame_hashes.push((!blank).then_some(h));
         }
-        if s.p99 <= t.dark {
-            work.flag(Check::Dark, k, s.p99, lower);
-        }
-        if s.p5 >= t.light {
-            work.flag(Check::Light, k, s.p5, higher);
-        }
-        if blank {
-            work.flag(Check::Blank, k, s.std, lower);
-        }
-        if s.entropy <= t.low_information {
-            work.flag(Check::LowInformation, k, s.entropy, lower);
-        }
-        if let Some(sharpness) = sharpness.filter(|&x| x <= t.blurry) {
-            work.flag(Check::Blurry, k, sharpness, lower);
-        }
+        work.flag_frame(k, &s, sharpness, t);
         let thumb = measure::thumbnail(luma, shape.width, shape.height);
         if samples.contains(&k) {
             let full = measure::phash(&thumb);
@@ -270,19 +311,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
                 signature_ok = false;
             }
         }
-        let same = work
-            .previous
-            .as_ref()
-            .is_some_and(|p| measure::thumb_diff(p, &thumb) <= t.frozen_diff);
-        if same {
-            if work.run.is_empty() {
-                work.run.push(k - 1);
-            }
-            work.run.push(k);
-        } else {
-            work.end_run(t.frozen_frames);
-        }
-        work.previous = Some(thumb);
+        work.follow_frozen(k, thumb, t);
     }
     work.end_run(t.frozen_frames);
     let mut flagged = work.flagged;

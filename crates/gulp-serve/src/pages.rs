@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::HttpError;
 use crate::html::{bars, esc, page, query, thousands};
-use crate::index::{Check, NO_CLASS, Served, label_text};
+use crate::index::{Check, NO_CLASS, Scan, Served, label_text};
 use crate::state::{AppState, blocking};
 
 type Page = std::result::Result<Html<String>, HttpError>;
@@ -87,6 +87,21 @@ fn dir_summary(n: usize, served: &Served) -> String {
         let _ = write!(out, "<p class=\"warning\">{}</p>", esc(e));
     }
     out.push_str("<div class=\"charts\">");
+    charts(&mut out, n, served, &scan);
+    out.push_str("</div>");
+    let check = check_status(&scan);
+    let _ = write!(
+        out,
+        "<p class=\"check\">gulp check: {check}</p>\
+         <p><a href=\"/d/{n}/items\">items</a> · <a href=\"/d/{n}/model\">what the model sees</a></p></section>"
+    );
+    out
+}
+
+/// The charts of a directory's summary: classes, frame sizes, and the
+/// shapes of chunks and items.
+fn charts(out: &mut String, n: usize, served: &Served, scan: &Scan) {
+    let chunks = served.dir.chunks();
     // Classes, most frequent first.
     let mut classes: Vec<(usize, usize)> = scan.class_counts.iter().copied().enumerate().collect();
     classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -166,8 +181,11 @@ fn dir_summary(n: usize, served: &Served) -> String {
             "item-frames"
         )
     );
-    out.push_str("</div>");
-    let check = match &scan.check {
+}
+
+/// What `gulp check` found, as the summary shows it.
+fn check_status(scan: &Scan) -> String {
+    match &scan.check {
         None => "<span class=\"progress\">running (after the metas)</span>".to_owned(),
         Some(Check::Remote) => "not run (a directory in an object store)".to_owned(),
         Some(Check::Clean) => "<span class=\"ok\">clean</span>".to_owned(),
@@ -180,13 +198,7 @@ fn dir_summary(n: usize, served: &Served) -> String {
             s
         }
         Some(Check::Failed(e)) => format!("<span class=\"warning\">{}</span>", esc(e)),
-    };
-    let _ = write!(
-        out,
-        "<p class=\"check\">gulp check: {check}</p>\
-         <p><a href=\"/d/{n}/items\">items</a> · <a href=\"/d/{n}/model\">what the model sees</a></p></section>"
-    );
-    out
+    }
 }
 
 /// Counts by power-of-two bucket: `1`, `2–3`, `4–7`, ...
@@ -397,47 +409,7 @@ fn render_grid(
     };
     let scan = served.read_scan();
     let mut body = String::new();
-    // The filter form: a GET, so that the result is a URL.
-    let mut classes: Vec<&String> = scan.class_names.iter().collect();
-    classes.sort();
-    let mut options = String::from("<option value=\"\">all classes</option>");
-    for c in classes {
-        let selected = if *c == q.class { " selected" } else { "" };
-        let _ = write!(
-            options,
-            "<option value=\"{0}\"{selected}>{0}</option>",
-            esc(c)
-        );
-    }
-    let sorts = [
-        ("", "directory order"),
-        ("id", "id"),
-        ("-id", "id, descending"),
-        ("frames", "frames"),
-        ("-frames", "frames, descending"),
-    ];
-    let mut sort_options = String::new();
-    for (v, label) in sorts {
-        let selected = if v == q.sort { " selected" } else { "" };
-        let _ = write!(
-            sort_options,
-            "<option value=\"{v}\"{selected}>{label}</option>"
-        );
-    }
-    let _ = write!(
-        body,
-        "<form class=\"filters\" method=\"get\" action=\"/d/{n}/items\">\
-         <select name=\"class\" id=\"class\">{options}</select>\
-         <input name=\"prefix\" id=\"prefix\" placeholder=\"id prefix\" value=\"{}\">\
-         <input name=\"key\" placeholder=\"meta key\" value=\"{}\">\
-         <input name=\"value\" placeholder=\"value\" value=\"{}\">\
-         <select name=\"sort\">{sort_options}</select>\
-         <input type=\"hidden\" name=\"per\" value=\"{per}\">\
-         <button type=\"submit\" id=\"apply\">show</button></form>",
-        esc(&q.prefix),
-        esc(&q.key),
-        esc(&q.value),
-    );
+    body.push_str(&filter_form(n, q, per, &scan));
     let shown = match found.total {
         Some(total) => format!(
             "<span id=\"total\" data-v=\"{total}\">{}</span> items",
@@ -500,6 +472,52 @@ fn render_grid(
     }
     body.push_str("</p>");
     page(&served.name, &dir_nav(n, served), &body)
+}
+
+/// The filter form of the grid: a GET, so that the result is a URL.
+fn filter_form(n: usize, q: &GridQuery, per: usize, scan: &Scan) -> String {
+    let mut body = String::new();
+    let mut classes: Vec<&String> = scan.class_names.iter().collect();
+    classes.sort();
+    let mut options = String::from("<option value=\"\">all classes</option>");
+    for c in classes {
+        let selected = if *c == q.class { " selected" } else { "" };
+        let _ = write!(
+            options,
+            "<option value=\"{0}\"{selected}>{0}</option>",
+            esc(c)
+        );
+    }
+    let sorts = [
+        ("", "directory order"),
+        ("id", "id"),
+        ("-id", "id, descending"),
+        ("frames", "frames"),
+        ("-frames", "frames, descending"),
+    ];
+    let mut sort_options = String::new();
+    for (v, label) in sorts {
+        let selected = if v == q.sort { " selected" } else { "" };
+        let _ = write!(
+            sort_options,
+            "<option value=\"{v}\"{selected}>{label}</option>"
+        );
+    }
+    let _ = write!(
+        body,
+        "<form class=\"filters\" method=\"get\" action=\"/d/{n}/items\">\
+         <select name=\"class\" id=\"class\">{options}</select>\
+         <input name=\"prefix\" id=\"prefix\" placeholder=\"id prefix\" value=\"{}\">\
+         <input name=\"key\" placeholder=\"meta key\" value=\"{}\">\
+         <input name=\"value\" placeholder=\"value\" value=\"{}\">\
+         <select name=\"sort\">{sort_options}</select>\
+         <input type=\"hidden\" name=\"per\" value=\"{per}\">\
+         <button type=\"submit\" id=\"apply\">show</button></form>",
+        esc(&q.prefix),
+        esc(&q.key),
+        esc(&q.value),
+    );
+    body
 }
 
 fn dir_nav(n: usize, served: &Served) -> String {

@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::num::{NonZeroU32, NonZeroUsize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -179,6 +179,43 @@ fn print_losses(report: &IngestReport) -> Result<()> {
 /// options only the command has, and the shuffle seed (drawn here when
 /// `--shuffle` has none, so that the summary can print it).
 fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)> {
+    let (kind, inputs, output, adapter, args) = adapter_inputs(kind);
+    let shard = args
+        .shard
+        .as_deref()
+        .map(|text| Shard::from_arg(text, args.shard_count.map(NonZeroUsize::get), &output))
+        .transpose()?;
+    if shard.is_some() && args.shuffle && args.seed.is_none() {
+        anyhow::bail!(
+            "--shuffle with --shard needs --seed: every task must shuffle the list the same way"
+        );
+    }
+    let seed = args
+        .shuffle
+        .then(|| args.seed.unwrap_or_else(|| fastrand::u64(..)));
+    let options = ingest_options(&args, seed, shard);
+    let request = IngestRequest {
+        kind,
+        inputs,
+        output,
+        adapter,
+        options,
+    };
+    request.check()?;
+    Ok((request, args, seed))
+}
+
+/// The adapter, its inputs, the output directory and the shared options of
+/// one `ingest` subcommand.
+fn adapter_inputs(
+    kind: IngestKind,
+) -> (
+    AdapterKind,
+    Vec<PathBuf>,
+    PathBuf,
+    AdapterOptions,
+    IngestArgs,
+) {
     let mut adapter = AdapterOptions::default();
     let (kind, inputs, output, args) = match kind {
         IngestKind::TwentyBnJson {
@@ -259,20 +296,12 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
             (AdapterKind::EpicKitchens, inputs, output_dir, opts)
         }
     };
-    let shard = args
-        .shard
-        .as_deref()
-        .map(|text| Shard::from_arg(text, args.shard_count.map(NonZeroUsize::get), &output))
-        .transpose()?;
-    if shard.is_some() && args.shuffle && args.seed.is_none() {
-        anyhow::bail!(
-            "--shuffle with --shard needs --seed: every task must shuffle the list the same way"
-        );
-    }
-    let seed = args
-        .shuffle
-        .then(|| args.seed.unwrap_or_else(|| fastrand::u64(..)));
-    let options = IngestOptions {
+    (kind, inputs, output, adapter, args)
+}
+
+/// The pipeline's options from the command line.
+fn ingest_options(args: &IngestArgs, seed: Option<u64>, shard: Option<Shard>) -> IngestOptions {
+    IngestOptions {
         items_per_chunk: args.videos_per_chunk.get(),
         workers: super::threads(args.num_workers),
         frames: FrameOptions {
@@ -288,16 +317,7 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
         shuffle_seed: seed,
         fsync: true,
         shard,
-    };
-    let request = IngestRequest {
-        kind,
-        inputs,
-        output,
-        adapter,
-        options,
-    };
-    request.check()?;
-    Ok((request, args, seed))
+    }
 }
 
 fn print_summary(report: &IngestReport, output: &Path, seed: Option<u64>) -> Result<()> {

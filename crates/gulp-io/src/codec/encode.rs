@@ -5,8 +5,8 @@
 
 use std::cell::RefCell;
 
+use super::ffi::{self as tj, Handle, PixelFormat};
 use crate::error::{ErrorKind, Result};
-use crate::turbo::{self as tj, Handle, PixelFormat};
 
 /// Chroma subsampling of an encoded colour JPEG (gray images have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

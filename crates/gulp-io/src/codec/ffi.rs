@@ -9,7 +9,7 @@
 //!
 //! Every call goes through [`Handle`], which owns one `tjhandle`. A handle
 //! is not shared between threads (it holds the parameters of the next
-//! call): decoding makes one per frame (`decode.rs` says why), encoding
+//! call): decoding makes one per frame (`turbo.rs` says why), encoding
 //! keeps one per thread (`encode.rs`).
 #![allow(unsafe_code)]
 
