@@ -33,7 +33,7 @@ use gulp_format::{JsonSerializer, Map, Value};
 
 mod merge;
 mod status;
-pub use merge::{MergeReport, merge};
+pub use merge::{MergeReport, merge, merge_with_progress};
 pub use status::{ShardStatus, TaskStatus, status};
 
 use crate::error::{Error, Result};

@@ -21,7 +21,9 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         .open(&args.dir)
         .with_context(|| format!("cannot open gulp directory {}", args.dir.display()))?;
     let (mut converted, mut kept) = (0usize, 0usize);
+    let bar = super::progress("chunks converted");
     for (index, entry) in gulp.chunks().iter().enumerate() {
+        bar.inc(1);
         let meta_path = &entry.meta_path;
         let bytes = gulp_io::read_optional(meta_path)?
             .with_context(|| format!("{} vanished", meta_path.display()))?;
@@ -77,6 +79,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         }
         converted += 1;
     }
+    bar.finish_and_clear();
     let mut out = super::stdout();
     writeln!(
         out,

@@ -10,7 +10,10 @@ use crate::Outcome;
 use crate::cli::MergeArgs;
 
 pub fn run(args: &MergeArgs) -> Result<Outcome> {
-    let report = gulp_ingest::shard::merge(&args.out, &args.dirs)?;
+    let bar = super::progress("chunks moved");
+    let report =
+        gulp_ingest::shard::merge_with_progress(&args.out, &args.dirs, &mut |n| bar.inc(n as u64))?;
+    bar.finish_and_clear();
     let mut stdout = super::stdout();
     writeln!(
         stdout,

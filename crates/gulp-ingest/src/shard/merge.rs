@@ -125,6 +125,15 @@ pub struct MergeReport {
 /// indices united, and the sharded run's bookkeeping removed. A merge cut
 /// short is finished by the next one.
 pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
+    merge_with_progress(out, dirs, &mut |_| {})
+}
+
+/// [`merge`], calling `moved(n)` as chunks are moved (local directories).
+pub fn merge_with_progress(
+    out: &Path,
+    dirs: &[PathBuf],
+    moved: &mut dyn FnMut(usize),
+) -> Result<MergeReport> {
     if gulp_io::is_remote(out) || dirs.iter().any(|d| gulp_io::is_remote(d)) {
         #[cfg(feature = "s3")]
         return merge_remote(out, dirs);
@@ -174,6 +183,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
         for name in [data_file_name(m.chunk), meta_file_name(m.chunk)] {
             move_file(&m.from.join(&name), &out.join(&name), out)?;
         }
+        moved(1);
     }
     if !labels.is_empty() {
         // In index order, as an ingest writes them.
