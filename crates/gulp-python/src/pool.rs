@@ -31,6 +31,8 @@ use std::ptr::NonNull;
 use std::sync::Mutex;
 
 use gulp_io::Shape;
+#[cfg(target_os = "linux")]
+use memmap2::{Advice, RemapOptions};
 use memmap2::{MmapMut, MmapOptions};
 use ndarray::{ArrayView2, ArrayView3};
 use numpy::{PyArray2, PyArray3};
@@ -47,10 +49,11 @@ pub(crate) const ITEM_BYTES: usize = 8 << 20;
 static SPARE: Mutex<Option<MmapMut>> = Mutex::new(None);
 
 /// A writable anonymous mapping of at least `len` bytes for one call's
-/// frames: the spare when it is large enough (its pages are mapped already:
-/// nothing to fault in or zero), else a new one (the spare, too small, is
-/// unmapped first, so that the process never holds more than the largest
-/// item it decodes, as gulpio2's peak).
+/// frames, its pages already in place (the decoder then writes without
+/// faulting page by page): the spare when it is large enough; else the
+/// spare grown to `len` (its pages kept, the new ones put in place at
+/// once), so that the process never holds more than the largest item it
+/// decodes, as gulpio2's peak; else a new mapping, populated as it is made.
 pub(crate) fn take_item(len: usize) -> std::io::Result<MmapMut> {
     // The process is at its largest while a long item is alive: the
     // per-frame buffers kept for short calls are given back first.
@@ -61,17 +64,48 @@ pub(crate) fn take_item(len: usize) -> std::io::Result<MmapMut> {
     });
     drop(kept);
     let spare = SPARE.try_lock().ok().and_then(|mut spare| spare.take());
-    if let Some(map) = spare
-        && map.len() >= len
-    {
-        return Ok(map);
+    if let Some(mut map) = spare {
+        if map.len() >= len {
+            return Ok(map);
+        }
+        if grow(&mut map, len) {
+            return Ok(map);
+        }
+        // Not grown (the spare is as it was): unmapped here.
     }
     // No huge pages: with the kernel's usual `defrag = madvise`, faulting
     // in 2 MB pages compacts memory on the spot; a first pass over long
     // items ran at 608 frames/s with them, 913 without (the same once the
-    // spare serves: 1,244 against 1,256).
-    let map = MmapOptions::new().len(len.max(1)).map_anon()?;
+    // spare serves: 1,244 against 1,256). `MAP_POPULATE` puts the pages in
+    // place in one call rather than on a fault per 4 kB page as the decoder
+    // first writes each (a first pass over the mixed-shapes set: see
+    // docs/benchmarks.md). It holds no more than the decoder would write:
+    // the mapping is the item's frames, every byte of which is decoded
+    // (unless a frame turns out to be of another size: then it is dropped).
+    let map = MmapOptions::new().len(len.max(1)).populate().map_anon()?;
     Ok(map)
+}
+
+/// Grows the spare `map` to `len` bytes in place, or where the kernel moves
+/// it, keeping its pages and putting the new ones in place at once.
+#[cfg(target_os = "linux")]
+fn grow(map: &mut MmapMut, len: usize) -> bool {
+    let old = map.len();
+    // SAFETY: the spare is `take_item`'s alone: no array views it (it
+    // became the spare when its last one was freed), and it goes to the
+    // caller only after the remap, so no pointer into its old place
+    // survives a move.
+    if unsafe { map.remap(len, RemapOptions::new().may_move(true)) }.is_err() {
+        return false;
+    }
+    // Best effort: before Linux 5.14 the new pages fault in as written.
+    let _ = map.advise_range(Advice::PopulateWrite, old, len - old);
+    true
+}
+
+#[cfg(not(target_os = "linux"))]
+fn grow(_map: &mut MmapMut, _len: usize) -> bool {
+    false
 }
 
 /// Keeps `map` as the spare (unmapping the one it replaces).
