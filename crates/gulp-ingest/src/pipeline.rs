@@ -1045,22 +1045,17 @@ mod tests {
             }
             fn write(&mut self, _: &[u8]) {}
         }
+        fn firsts<S: std::hash::BuildHasher + Default>(ids: &[&str]) -> Vec<Option<usize>> {
+            let id_of = |i: usize| ids[i].to_owned();
+            let mut seen = FirstSeen::<S>::default();
+            (0..ids.len())
+                .map(|i| seen.check(ids[i], i, &id_of))
+                .collect()
+        }
         let ids = ["a", "b", "a", "c", "b", "b"];
-        let id_of = |i: usize| ids[i].to_owned();
-        let mut seen = FirstSeen::<std::hash::BuildHasherDefault<Zero>>::default();
-        let firsts: Vec<Option<usize>> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| seen.check(id, i, &id_of))
-            .collect();
-        assert_eq!(firsts, [None, None, Some(0), None, Some(1), Some(1)]);
-        let mut seen = FirstSeen::<std::hash::RandomState>::default();
-        let firsts: Vec<Option<usize>> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| seen.check(id, i, &id_of))
-            .collect();
-        assert_eq!(firsts, [None, None, Some(0), None, Some(1), Some(1)]);
+        let want = [None, None, Some(0), None, Some(1), Some(1)];
+        assert_eq!(firsts::<std::hash::BuildHasherDefault<Zero>>(&ids), want);
+        assert_eq!(firsts::<std::hash::RandomState>(&ids), want);
     }
 
     #[test]
