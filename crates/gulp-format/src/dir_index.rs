@@ -58,6 +58,9 @@ const _: () = assert!(
 
 /// The index file's name in a directory.
 pub const INDEX_FILE: &str = "gulp_index.bin";
+/// The file the builders of a directory's index file lock, beside it (an
+/// empty file that stays): one builds at a time.
+pub const INDEX_LOCK_FILE: &str = "gulp_index.lock";
 /// The first bytes of an index file.
 pub const INDEX_MAGIC: [u8; 8] = *b"GULPIDX\0";
 /// The layout version this build writes and reads.

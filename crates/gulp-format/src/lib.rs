@@ -54,8 +54,8 @@ mod serializer;
 mod value;
 
 pub use crate::dir_index::{
-    ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, INDEX_MAGIC, INDEX_VERSION, IndexBytes,
-    NO_LABEL,
+    ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, INDEX_LOCK_FILE, INDEX_MAGIC, INDEX_VERSION,
+    IndexBytes, NO_LABEL,
 };
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::index::{Ids, ItemSpan, MetaIndex};

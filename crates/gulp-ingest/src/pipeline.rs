@@ -337,21 +337,21 @@ pub fn ingest(
 }
 
 /// The output directory as the run plans from it: its index file read if
-/// fresh, never built here (the run holds the directory's lock, under which
-/// an index is built; [`refresh_index`] writes it after).
+/// fresh, never built here (the run is about to make it stale;
+/// [`refresh_index`] writes it after).
 fn open_output(output: &Path) -> Result<GulpDirectory> {
     Ok(GulpDirectory::options()
         .index(GulpDirectory::writer_index_policy()?)
         .open(output)?)
 }
 
-/// After an unsharded run wrote chunks: releases the directory's lock and
-/// brings its index file up to date (a sharded task leaves it to the first
-/// open after the run, so that the tasks do not each rebuild it while the
-/// others write).
+/// After an unsharded run wrote chunks: brings the directory's index file
+/// up to date while `lock` keeps other writers out, then releases it (a
+/// sharded task leaves it to the first open after the run, so that the
+/// tasks do not each rebuild it while the others write).
 fn refresh_index(output: &Path, lock: Option<File>) -> Result<()> {
-    drop(lock);
     GulpDirectory::refresh_index(output)?;
+    drop(lock);
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use hashbrown::hash_table::Entry;
 
 use crate::cache::{Cache, CacheChoice, CacheFetch, CacheOptions, RangeStore};
 use crate::error::{Error, ErrorKind, Result};
-use crate::index_file::{IndexPolicy, IndexState};
+use crate::index_file::{IndexPolicy, IndexState, is_index_temp};
 use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
@@ -485,10 +485,12 @@ impl GulpDirectory {
         DirectoryOptions::default()
     }
 
-    /// `GULP_INDEX`'s policy for a writer that holds the directory's lock
-    /// while it reads it (an ingest, a merge), or a command that runs
-    /// beside writers (`gulp status`): `read` (or `off`), never `auto` or
-    /// `always`, which would wait for that lock to build the index file.
+    /// `GULP_INDEX`'s policy for a writer that reads the directory before
+    /// it changes it (an ingest, a convert, a merge), or a command that
+    /// runs beside writers (`gulp status`): `read` (or `off`), never `auto`
+    /// or `always`, whose index file would be stale as soon as a chunk is
+    /// written (the writer calls [`refresh_index`](Self::refresh_index)
+    /// after).
     pub fn writer_index_policy() -> Result<IndexPolicy> {
         Ok(match IndexPolicy::from_env()? {
             IndexPolicy::Off => IndexPolicy::Off,
@@ -501,8 +503,7 @@ impl GulpDirectory {
     /// one (stale since) or if `GULP_INDEX` wants one at its size, so that
     /// the next open maps it rather than building it. `false` when none is
     /// written (a remote directory, `GULP_INDEX=off`, a small directory
-    /// without one). Takes the directory's lock: call it after releasing
-    /// any the writer holds.
+    /// without one).
     pub fn refresh_index(dir: &Path) -> Result<bool> {
         let policy = IndexPolicy::from_env()?;
         if matches!(policy, IndexPolicy::Off | IndexPolicy::Read) || crate::storage::is_remote(dir)
@@ -611,7 +612,12 @@ impl GulpDirectory {
         let Some(stamps) = &self.stamps else {
             return Ok(false);
         };
-        let Some(index) = crate::index_file::build(&self.dir, stamps, || self.index_bytes(stamps))?
+        let Some(index) = crate::index_file::build(
+            &self.dir,
+            stamps,
+            || self.stamps_now(),
+            || self.index_bytes(stamps),
+        )?
         else {
             return Ok(false);
         };
@@ -643,26 +649,25 @@ impl GulpDirectory {
         if self.chunks.iter().any(ChunkEntry::is_remote) || crate::storage::is_remote(&self.dir) {
             return None;
         }
+        let stamps = self.stamps_now().ok()?;
+        Some(crate::index_file::state(&self.dir, &stamps))
+    }
+
+    /// The stamps of the chunks' files as they are now (local chunks).
+    fn stamps_now(&self) -> Result<Vec<ChunkStamp>> {
         let pairs: Vec<(u64, Source, Source)> = self
             .chunks
             .iter()
             .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
             .collect();
-        let stamps = crate::index_file::stamps(&pairs).ok()?;
-        Some(crate::index_file::state(&self.dir, &stamps))
+        crate::index_file::stamps(&pairs)
     }
 
     /// The bytes the directory's index file should hold, built from its
     /// meta files now (what `gulp check` compares the file with); `None`
     /// when it cannot have one.
     pub fn expected_index(&self) -> Result<Option<Vec<u8>>> {
-        let pairs: Vec<(u64, Source, Source)> = self
-            .chunks
-            .iter()
-            .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
-            .collect();
-        let stamps = crate::index_file::stamps(&pairs)?;
-        self.index_bytes(&stamps)
+        self.index_bytes(&self.stamps_now()?)
     }
 
     /// The bytes of the index file of this directory, whose chunks' files
@@ -1046,6 +1051,9 @@ fn list_chunks(dir: &Path, cache: &Option<Arc<Cache>>) -> Result<Listed> {
             Some(ChunkFile::Meta(n)) => {
                 meta.insert(n, source);
             }
+            // An index file being built by another process (one a killed
+            // build left is overwritten by the next).
+            None if is_index_temp(&entry.name) => {}
             None if entry.name.starts_with(TEMP_PREFIX) => {
                 warnings.push(DirectoryWarning::TempFile(source.path))
             }

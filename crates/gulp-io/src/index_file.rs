@@ -6,13 +6,23 @@
 //! writes one for a directory of at least [`AUTO_ITEMS`] items; `always`
 //! writes one for any directory; `read` uses a fresh one and never writes
 //! one; `off` neither reads nor writes it.
+//!
+//! Builders take a lock of their own, [`INDEX_LOCK_FILE`], never the
+//! directory's (which a writer such as an ingest holds for as long as it
+//! runs): the ranks of a node that open a directory together build its
+//! index once, and an open never waits for a writer. A build racing a
+//! writer needs no lock: chunks appear by rename, complete; an index
+//! records each chunk's file sizes and meta modification time (its stamp)
+//! as they were before its metas were read, and is written only if they
+//! are the same after; a chunk added, removed or replaced later makes it
+//! stale, and a stale one is never used ([`state`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use gulp_format::{ChunkStamp, DirIndex, INDEX_FILE, IndexBytes, TEMP_PREFIX};
+use gulp_format::{ChunkStamp, DirIndex, INDEX_FILE, INDEX_LOCK_FILE, IndexBytes, TEMP_PREFIX};
 
 use crate::error::{Error, Result};
 use crate::storage::Source;
@@ -20,12 +30,6 @@ use crate::storage::Source;
 /// Below this many items a directory opens fast enough from its meta files
 /// and `auto` writes no index file.
 pub const AUTO_ITEMS: usize = 100_000;
-
-/// How long an open waits for the lock under which another process builds
-/// the index file (or writes the directory) before it reads the directory
-/// from its meta files instead: longer than a build of ten million items
-/// takes.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
 
 /// The meta_data key the index's label column is read from.
 pub const LABEL_KEY: &str = "label";
@@ -39,8 +43,7 @@ pub enum IndexPolicy {
     /// Use a fresh index; write one for any directory.
     Always,
     /// Use a fresh index; never write one (what a writer of the directory
-    /// opens it with: the index is built under the directory's lock, which
-    /// the writer holds).
+    /// opens it with: one built then would be stale as soon as it writes).
     Read,
     /// Neither read nor write it.
     Off,
@@ -153,33 +156,73 @@ pub fn state(dir: &Path, stamps: &[ChunkStamp]) -> IndexState {
     IndexState::Fresh(Arc::new(index))
 }
 
+/// The name an index file is written under before it is renamed into
+/// place: one for every builder, as they hold the builders' lock.
+fn index_temp() -> String {
+    format!("{TEMP_PREFIX}{INDEX_FILE}")
+}
+
+/// Whether a directory entry `name` is an index file being written (or
+/// one a killed build left, which the next build overwrites).
+pub(crate) fn is_index_temp(name: &str) -> bool {
+    name == index_temp()
+}
+
+/// The builders' lock of `dir` ([`INDEX_LOCK_FILE`], made if missing),
+/// taken: waiting for the builder that holds it when `wait`, else `None`
+/// while one does. `Ok(None)` too when the lock file cannot be made (a
+/// read-only directory, which cannot have an index written either).
+pub(crate) fn lock_builders(dir: &Path, wait: bool) -> Result<Option<File>> {
+    let path = dir.join(INDEX_LOCK_FILE);
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(e) if read_only(&e) => return Ok(None),
+        Err(e) => return Err(Error::io("opening", &path, e)),
+    };
+    if wait {
+        file.lock().map_err(|e| Error::io("locking", &path, e))?;
+        return Ok(Some(file));
+    }
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", &path, e)),
+    }
+}
+
+/// Whether `e` says the directory cannot be written (then it is read as
+/// before, from its meta files).
+fn read_only(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
 /// Writes the index file of `dir`, whose chunks' files are `stamps`, with
 /// the bytes `make` builds (`None`: the directory cannot have one),
-/// atomically and under a lock on the directory, so that the ranks of a
-/// node that open it together build it once (the others wait, then map
-/// it). `Ok(None)` when it has none afterwards (`make` gave none, the
-/// directory is read-only, or its chunks changed meanwhile): it is then
-/// read from its meta files, as without an index.
+/// atomically and under the builders' lock, so that the ranks of a node
+/// that open it together build it once (the others wait for that build,
+/// never for a writer of the directory, then map it). `now` stamps the
+/// chunks' files again once their metas are read: an index is written only
+/// if nothing changed meanwhile. `Ok(None)` when it has none afterwards
+/// (`make` gave none, the directory is read-only, or its chunks changed):
+/// it is then read from its meta files, as without an index.
 pub(crate) fn build(
     dir: &Path,
     stamps: &[ChunkStamp],
+    now: impl FnOnce() -> Result<Vec<ChunkStamp>>,
     make: impl FnOnce() -> Result<Option<Vec<u8>>>,
 ) -> Result<Option<Arc<DirIndex>>> {
-    let lock = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
-    // The lock is also what a writer of the directory (an ingest, a merge)
-    // holds while it runs, for hours maybe: past a bound, the directory is
-    // read from its meta files rather than waited for.
-    let start = std::time::Instant::now();
-    loop {
-        match lock.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("locking", dir, e)),
-        }
-    }
+    let Some(lock) = lock_builders(dir, true)? else {
+        return Ok(None);
+    };
     // Another process may have written it while this one waited.
     if let IndexState::Fresh(index) = state(dir, stamps) {
         return Ok(Some(index));
@@ -187,18 +230,19 @@ pub(crate) fn build(
     let Some(bytes) = make()? else {
         return Ok(None);
     };
-    let tmp = dir.join(format!("{TEMP_PREFIX}{INDEX_FILE}.{}", std::process::id()));
+    // A chunk added, removed or replaced while the metas were read (a
+    // writer at work): the bytes may mix its states.
+    if now().ok().as_deref() != Some(stamps) {
+        return Ok(None);
+    }
+    let tmp = dir.join(index_temp());
     let path = dir.join(INDEX_FILE);
     let written = std::fs::write(&tmp, &bytes)
         .and_then(|()| File::open(&tmp)?.sync_all())
         .and_then(|()| std::fs::rename(&tmp, &path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        // A read-only directory reads as before, from its meta files.
-        if matches!(
-            e.kind(),
-            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
-        ) {
+        if read_only(&e) {
             return Ok(None);
         }
         return Err(Error::io("writing", &path, e));
@@ -207,7 +251,6 @@ pub(crate) fn build(
     drop(lock);
     match state(dir, stamps) {
         IndexState::Fresh(index) => Ok(Some(index)),
-        // Changed again while it was written: read from the meta files.
         _ => Ok(None),
     }
 }

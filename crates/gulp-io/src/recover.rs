@@ -99,7 +99,18 @@ fn recover_where(dir: &Path, take: impl Fn(&str) -> bool) -> Result<Vec<Recovery
         fs::rename(&tmp_meta, &meta).map_err(|e| Error::io("renaming", &tmp_meta, e))?;
         done.push(Recovery::RolledForward { chunk, meta });
     }
+    // An index file being built (its builder holds the builders' lock) is
+    // no writer's leftover: kept until that build is done.
+    let index_temp = |rest: &str| crate::index_file::is_index_temp(&format!("{TEMP_PREFIX}{rest}"));
+    let builders = if temps.iter().any(|rest| index_temp(rest)) {
+        crate::index_file::lock_builders(dir, false)?
+    } else {
+        None
+    };
     for rest in temps {
+        if index_temp(&rest) && builders.is_none() {
+            continue;
+        }
         let path = dir.join(format!("{TEMP_PREFIX}{rest}"));
         match fs::remove_file(&path) {
             Ok(()) => done.push(Recovery::RemovedTemp(path)),

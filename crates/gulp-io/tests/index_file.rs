@@ -260,3 +260,130 @@ fn gulp_check_compares_the_index_with_the_metas() {
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     assert_eq!(report.problems[0].kind, ProblemKind::IndexFile);
 }
+
+/// Runs `f` on another thread and returns what it returns, failing (rather
+/// than hanging the test run) if it has not returned after a minute: what
+/// an open that waits for a lock nobody releases does.
+fn without_waiting<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).unwrap());
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what}: still waiting after a minute"))
+}
+
+#[test]
+fn builders_at_once_build_one_valid_index() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 6, 40);
+    let plain = contents(&open(dir.path(), IndexPolicy::Off));
+    let n = 4;
+    let start = std::sync::Barrier::new(n);
+    // Each thread opens the file on its own, as the ranks of a node do:
+    // the builders' lock (a flock) keeps them apart as it keeps processes.
+    let opened: Vec<GulpDirectory> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    open(dir.path(), IndexPolicy::Always)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    for gd in &opened {
+        assert_eq!(gd.index_file().unwrap().len(), 200);
+        assert!(gd.warnings().is_empty(), "{:?}", gd.warnings());
+        assert_eq!(contents(gd), plain);
+    }
+    let gd = open(dir.path(), IndexPolicy::Read);
+    assert!(matches!(gd.index_state(), Some(IndexState::Fresh(_))));
+    assert_eq!(
+        gd.expected_index().unwrap().unwrap(),
+        std::fs::read(dir.path().join(INDEX_FILE)).unwrap()
+    );
+    // No temporary file left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(gulp_format::TEMP_PREFIX))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+#[test]
+fn a_build_does_not_wait_for_a_writer_of_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 3, 10);
+    // What `gulp ingest` and `gulp merge` hold while they run.
+    let writer = std::fs::File::open(dir.path()).unwrap();
+    writer.lock().unwrap();
+    let path = dir.path().to_owned();
+    let gd = without_waiting("an open with the directory locked", move || {
+        open(&path, IndexPolicy::Always)
+    });
+    assert_eq!(gd.index_file().unwrap().len(), 20); // chunk 1 is empty
+    // And the writer's own open of its directory (it holds the lock).
+    make(dir.path(), 3, 1, 5);
+    let gd = open(dir.path(), IndexPolicy::Always);
+    assert_eq!(gd.index_file().unwrap().len(), 25);
+    drop(writer);
+}
+
+#[test]
+fn recover_keeps_the_file_of_a_build_in_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 1, 3);
+    let temp = dir
+        .path()
+        .join(format!("{}{INDEX_FILE}", gulp_format::TEMP_PREFIX));
+    std::fs::write(&temp, b"half an index").unwrap();
+    // A builder at work holds the builders' lock.
+    let builder = std::fs::File::create(dir.path().join(gulp_format::INDEX_LOCK_FILE)).unwrap();
+    builder.lock().unwrap();
+    assert_eq!(gulp_io::recover(dir.path()).unwrap(), Vec::new());
+    assert!(temp.exists());
+    // Once it is gone, what it left is an unfinished write.
+    drop(builder);
+    assert_eq!(
+        gulp_io::recover(dir.path()).unwrap(),
+        vec![gulp_io::Recovery::RemovedTemp(temp.clone())]
+    );
+    assert!(!temp.exists());
+}
+
+#[test]
+fn builds_beside_a_writer_never_leave_a_wrong_index() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 4, 30);
+    let check = |gd: &GulpDirectory| {
+        // Whatever the open found, a fresh index holds what the metas say.
+        if let Some(IndexState::Fresh(_)) = gd.index_state_now() {
+            assert_eq!(
+                gd.expected_index().unwrap().unwrap(),
+                std::fs::read(dir.path().join(INDEX_FILE)).unwrap()
+            );
+        }
+    };
+    std::thread::scope(|s| {
+        // A writer adds chunks while the directory is opened and indexed.
+        let writer = s.spawn(|| {
+            for n in 4..24 {
+                make(dir.path(), n, 1, 30);
+            }
+        });
+        while !writer.is_finished() {
+            let gd = open(dir.path(), IndexPolicy::Always);
+            if gd.index_file().is_some() {
+                assert_eq!(gd.ids().count(), gd.len());
+            }
+            check(&gd);
+        }
+    });
+    let gd = open(dir.path(), IndexPolicy::Read);
+    check(&gd);
+    let gd = open(dir.path(), IndexPolicy::Always);
+    assert!(matches!(gd.index_state(), Some(IndexState::Fresh(_))));
+    assert_eq!(gd.len(), 3 * 30 + 20 * 30); // chunk 1 is empty
+    check(&gd);
+}

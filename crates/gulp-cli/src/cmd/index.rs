@@ -46,8 +46,8 @@ pub fn run(args: &IndexArgs) -> Result<Outcome> {
     let mut gd = open(IndexPolicy::Always)?;
     if gd.index_file().is_none() && !gd.write_index()? {
         anyhow::bail!(
-            "{}: cannot have an index file (a read-only directory, or a frame record of 1 GiB \
-             or more); it is read from its meta files",
+            "{}: cannot have an index file (a read-only directory, a frame record of 1 GiB or \
+             more, or a chunk written while it was built); it is read from its meta files",
             args.dir.display()
         );
     }

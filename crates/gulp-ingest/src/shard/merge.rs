@@ -202,8 +202,8 @@ pub fn merge_with_progress(
         }
         sync_dir(dir)?;
     }
-    drop(lock);
     GulpDirectory::refresh_index(out)?;
+    drop(lock);
     Ok(MergeReport {
         moved: moves.len() + finished,
         sources: dirs.len(),
@@ -213,8 +213,7 @@ pub fn merge_with_progress(
 
 /// Opens a directory for a merge: its chunks and ids only, never through
 /// the node cache, its index file read if fresh but not written (the merge
-/// holds the output's lock, under which an index is built; it writes the
-/// output's after).
+/// changes them; it writes the output's after).
 fn open(dir: &Path) -> Result<GulpDirectory> {
     GulpDirectory::options()
         .cache(None)
