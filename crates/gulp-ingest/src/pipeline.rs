@@ -325,11 +325,14 @@ pub fn ingest(
         frames: frame_options(adapter, opts),
         batching: AtomicBool::new(true),
     };
+    let present = gulp.len();
     drop(gulp);
     state.run(todo, &mut report, progress)?;
     match task {
         Some(task) => _ = task.finish()?,
-        None if !remote && !report.chunks.is_empty() => refresh_index(output, dir_lock)?,
+        None if !remote && !report.chunks.is_empty() => {
+            refresh_index(output, present + report.items, dir_lock)?;
+        }
         None => {}
     }
     report.elapsed = start.elapsed();
@@ -345,12 +348,12 @@ fn open_output(output: &Path) -> Result<GulpDirectory> {
         .open(output)?)
 }
 
-/// After an unsharded run wrote chunks: brings the directory's index file
-/// up to date while `lock` keeps other writers out, then releases it (a
-/// sharded task leaves it to the first open after the run, so that the
-/// tasks do not each rebuild it while the others write).
-fn refresh_index(output: &Path, lock: Option<File>) -> Result<()> {
-    GulpDirectory::refresh_index(output)?;
+/// After an unsharded run wrote chunks, `items` in the directory now:
+/// brings its index file up to date while `lock` keeps other writers out,
+/// then releases it (a sharded task leaves it to the first open after the
+/// run, so that the tasks do not each rebuild it while the others write).
+fn refresh_index(output: &Path, items: usize, lock: Option<File>) -> Result<()> {
+    GulpDirectory::refresh_index(output, items)?;
     drop(lock);
     Ok(())
 }

@@ -500,22 +500,23 @@ impl GulpDirectory {
 
     /// After chunks of the local directory `dir` were written or rewritten
     /// (an ingest, a convert, a merge): writes its index file now if it has
-    /// one (stale since) or if `GULP_INDEX` wants one at its size, so that
-    /// the next open maps it rather than building it. `false` when none is
-    /// written (a remote directory, `GULP_INDEX=off`, a small directory
-    /// without one).
-    pub fn refresh_index(dir: &Path) -> Result<bool> {
+    /// one (stale since) or if `GULP_INDEX` wants one for its `items` items
+    /// (which the writer knows: they are not counted here), so that the
+    /// next open maps it rather than building it. `false` when none is
+    /// written (a remote directory, `GULP_INDEX=off` or `read`, a small
+    /// directory without one); then no meta file is read.
+    pub fn refresh_index(dir: &Path, items: usize) -> Result<bool> {
         let policy = IndexPolicy::from_env()?;
         if matches!(policy, IndexPolicy::Off | IndexPolicy::Read) || crate::storage::is_remote(dir)
         {
             return Ok(false);
         }
-        let policy = if dir.join(gulp_format::INDEX_FILE).is_file() {
-            IndexPolicy::Always
-        } else {
-            policy
-        };
-        let gd = GulpDirectory::options().index(policy).open(dir)?;
+        if !dir.join(gulp_format::INDEX_FILE).is_file() && !policy.writes(items) {
+            return Ok(false);
+        }
+        let gd = GulpDirectory::options()
+            .index(IndexPolicy::Always)
+            .open(dir)?;
         Ok(gd.index_file().is_some())
     }
 

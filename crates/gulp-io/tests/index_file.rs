@@ -387,3 +387,28 @@ fn builds_beside_a_writer_never_leave_a_wrong_index() {
     assert_eq!(gd.len(), 3 * 30 + 20 * 30); // chunk 1 is empty
     check(&gd);
 }
+
+/// What a writer calls after it changed a directory (`GULP_INDEX` unset:
+/// `auto`).
+#[test]
+fn refresh_writes_for_large_or_indexed_directories_and_reads_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path(), 0, 3, 10);
+    // A meta no open could read: deciding must not read it.
+    let meta = dir.path().join("meta_2.gmeta");
+    let good = std::fs::read(&meta).unwrap();
+    std::fs::write(&meta, b"not a meta").unwrap();
+    assert!(!GulpDirectory::refresh_index(dir.path(), 20).unwrap());
+    assert!(!dir.path().join(INDEX_FILE).exists());
+    assert!(GulpDirectory::refresh_index(dir.path(), gulp_io::AUTO_ITEMS).is_err());
+    std::fs::write(&meta, good).unwrap();
+    // At the threshold (as the writer counts) it is written...
+    assert!(GulpDirectory::refresh_index(dir.path(), gulp_io::AUTO_ITEMS).unwrap());
+    let gd = open(dir.path(), IndexPolicy::Read);
+    assert_eq!(gd.index_file().unwrap().len(), 20);
+    // ...and one that has an index gets it rewritten whatever its size.
+    make(dir.path(), 3, 1, 5);
+    assert!(GulpDirectory::refresh_index(dir.path(), 25).unwrap());
+    let gd = open(dir.path(), IndexPolicy::Read);
+    assert_eq!(gd.index_file().unwrap().len(), 25);
+}

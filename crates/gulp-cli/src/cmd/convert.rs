@@ -86,7 +86,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         "{}: {converted} chunks converted to {target}, {kept} already {target}",
         args.dir.display()
     )?;
-    if converted > 0 && gulp_io::GulpDirectory::refresh_index(&args.dir)? {
+    if converted > 0 && gulp_io::GulpDirectory::refresh_index(&args.dir, gulp.len())? {
         writeln!(
             out,
             "{}: index file {} written",

@@ -175,6 +175,7 @@ pub fn merge_with_progress(
         Listing::of(out, &gulp)?
     };
     let sources = source_listings(dirs)?;
+    let items = target.ids.len() + sources.iter().map(|s| s.ids.len()).sum::<usize>();
     let MergePlan { moves, labels } = plan(target, &sources)?;
 
     for m in &moves {
@@ -202,7 +203,7 @@ pub fn merge_with_progress(
         }
         sync_dir(dir)?;
     }
-    GulpDirectory::refresh_index(out)?;
+    GulpDirectory::refresh_index(out, items)?;
     drop(lock);
     Ok(MergeReport {
         moved: moves.len() + finished,
