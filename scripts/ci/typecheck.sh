@@ -30,11 +30,8 @@ command -v "$PY" >/dev/null || die "$PY not found"
 native="$("$PY" -c 'import gulp._gulp as m; print(m.__file__)' 2>/dev/null)" ||
     die "$PY cannot import gulp._gulp (install the package: scripts/python-package.sh)"
 
-if [ "$("$PY" -c 'import mypy.version as v; print(v.__version__)' 2>/dev/null)" != "$MYPY_VERSION" ]; then
-    log "pip install mypy==$MYPY_VERSION into $("$PY" -c 'import sys; print(sys.prefix)')"
-    "$PY" -m pip install --disable-pip-version-check --no-input -q "mypy==$MYPY_VERSION" ||
-        die "pip could not install mypy==$MYPY_VERSION"
-fi
+. "$REPO/scripts/env/venv.sh"
+venv_pin "$PY" mypy "$MYPY_VERSION" || exit 1
 
 # Each check's output is shown only when it fails.
 run() {

@@ -37,8 +37,7 @@ cd "$REPO"
 VENV="$REPO/.venv-ffcv"
 TORCH_VENV="$REPO/.venv-torch"
 PYTHON="${PYTHON:-python3.11}"
-TORCH_CPU_INDEX="${TORCH_CPU_INDEX-https://download.pytorch.org/whl/cpu}"
-FFCV_SPEC="ffcv==1.0.2"
+FFCV_VERSION="1.0.2"
 DEPS=(numpy "numba==0.68.1" "opencv-python-headless==5.0.0.93" Pillow tqdm)
 
 log() { echo "ffcv-env.sh: $*" >&2; }
@@ -50,9 +49,9 @@ case "${1:-}" in
     -h | --help) sed -n '2,32p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
 esac
-command -v "$PYTHON" >/dev/null || die "$PYTHON not found (set PYTHON)"
+. "$REPO/scripts/env/venv.sh"
 PY="$VENV/bin/python"
-pipi() { "$PY" -m pip install --disable-pip-version-check --no-input -q "$@" >&2; }
+pipi() { venv_pip "$PY" "$@"; }
 
 # --- system libraries for building libffcv
 if ! pkg-config --exists opencv4 libturbojpeg 2>/dev/null; then
@@ -65,11 +64,7 @@ fi
 log "OpenCV $(pkg-config --modversion opencv4), libturbojpeg $(pkg-config --modversion libturbojpeg) (pkg-config)"
 
 # --- the venv
-if [ ! -x "$PY" ]; then
-    log "creating $VENV ($("$PYTHON" -V 2>&1))"
-    "$PYTHON" -m venv "$VENV"
-    echo '*' >"$VENV/.gitignore"
-fi
+venv_make "$VENV" "$PYTHON" || exit 1
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 PTH="$SITE/zz-venv-torch.pth"
 
@@ -77,12 +72,8 @@ PTH="$SITE/zz-venv-torch.pth"
 # upgrades or removes) a package of .venv-torch.
 rm -f "$PTH"
 pipi "${DEPS[@]}" || die "pip could not install ${DEPS[*]}"
-if [ "$("$PY" -c 'import importlib.metadata as m; print(m.version("ffcv"))' 2>/dev/null)" != "${FFCV_SPEC#ffcv==}" ]; then
-    t=$SECONDS
-    log "pip install --no-deps $FFCV_SPEC (builds libffcv)"
-    pipi --no-deps "$FFCV_SPEC" || die "pip could not build $FFCV_SPEC"
-    log "ffcv built and installed in $((SECONDS - t)) s"
-fi
+# (ffcv's install builds libffcv.)
+venv_pin "$PY" ffcv "$FFCV_VERSION" --no-deps || exit 1
 
 # --- torch
 if [ -f "$SITE/.torch-installed-here" ]; then
@@ -93,11 +84,7 @@ elif [ -x "$TORCH_VENV/bin/python" ] && "$TORCH_VENV/bin/python" -c 'import torc
     log "torch from $TORCH_VENV (appended to sys.path by $PTH)"
 else
     log "no torch in $TORCH_VENV: installing torch into $VENV"
-    if [ -n "$TORCH_CPU_INDEX" ] && pipi --retries 0 --timeout 20 --index-url "$TORCH_CPU_INDEX" torch; then
-        log "torch from $TORCH_CPU_INDEX (CPU only)"
-    else
-        pipi torch || die "pip could not install torch"
-    fi
+    venv_torch "$PY" || exit 1
     touch "$SITE/.torch-installed-here"
 fi
 

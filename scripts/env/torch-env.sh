@@ -23,46 +23,19 @@ cd "$REPO"
 VENV="$REPO/.venv-torch"
 PYTHON="${PYTHON:-python3.11}"
 TORCH_SPEC="${TORCH_SPEC:-torch}"
-TORCH_CPU_INDEX="${TORCH_CPU_INDEX-https://download.pytorch.org/whl/cpu}"
 
 log() { echo "torch-env.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [ "${1:-}" = --clean ] && rm -rf "$VENV"
-command -v "$PYTHON" >/dev/null || die "$PYTHON not found (set PYTHON)"
+. "$REPO/scripts/env/venv.sh"
+venv_make "$VENV" "$PYTHON" || exit 1
 PY="$VENV/bin/python"
-pipi() { "$PY" -m pip install --disable-pip-version-check --no-input -q "$@" >&2; }
-
-if [ ! -x "$PY" ]; then
-    log "creating $VENV ($("$PYTHON" -V 2>&1))"
-    "$PYTHON" -m venv "$VENV"
-    # Keep the venv out of git without touching the repository's .gitignore.
-    echo '*' >"$VENV/.gitignore"
-fi
+pipi() { venv_pip "$PY" "$@"; }
 
 pipi -r crates/gulp-python/tests/requirements.txt || die "pip could not install the test requirements"
-pipi --no-deps gulpio2==0.0.4 || die "pip could not install gulpio2"
-
-if "$PY" -c 'import torch' 2>/dev/null; then
-    log "torch $("$PY" -c 'import torch; print(torch.__version__)') already installed"
-else
-    t=$SECONDS
-    installed=""
-    if [ -n "$TORCH_CPU_INDEX" ]; then
-        log "pip install $TORCH_SPEC from $TORCH_CPU_INDEX (CPU only)"
-        if pipi --retries 0 --timeout 20 --index-url "$TORCH_CPU_INDEX" "$TORCH_SPEC"; then
-            installed=cpu
-        else
-            log "the CPU-only index did not answer; PyPI's default wheel instead (with CUDA libraries, ~2.8 GB)"
-        fi
-    fi
-    if [ -z "$installed" ]; then
-        log "pip install $TORCH_SPEC (PyPI)"
-        pipi "$TORCH_SPEC" || die "pip could not install $TORCH_SPEC"
-    fi
-    log "torch $("$PY" -c 'import torch; print(torch.__version__)') installed in $((SECONDS - t)) s" \
-        "($(du -sh "$VENV" | cut -f1) in $VENV)"
-fi
+venv_pin "$PY" gulpio2 0.0.4 --no-deps || exit 1
+venv_torch "$PY" "$TORCH_SPEC" || exit 1
 
 # What scripts/ddp-check.sh resumes through: torchdata's StatefulDataLoader
 # and Lightning's checkpoints.
