@@ -20,6 +20,11 @@ import time
 
 from gulp import _gulp
 
+# The reader of a process's own memory that the test suite's bound uses.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "crates", "gulp-python", "tests"))
+from proc_memory import anonymous_private_dirty  # noqa: E402
+
 FRAMES = 30
 PER_CHUNK = 1000
 
@@ -48,22 +53,6 @@ def build(directory, items, meta_format, frame):
     print(f"bench_fork.py: {directory} written in {time.time() - t:.0f} s", file=sys.stderr)
 
 
-def anon():
-    """Private dirty bytes of this process's anonymous mappings (heap,
-    stacks, anonymous maps: what it wrote, or copied from its parent on
-    write). Not of file mappings: the pages of freshly written data files
-    count as Private_Dirty there while they wait for writeback."""
-    total, anonymous = 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split()
-            if head and "-" in head[0] and not head[0].endswith(":"):
-                anonymous = len(head) < 6 or head[5].startswith("[")
-            elif anonymous and line.startswith("Private_Dirty:"):
-                total += int(head[1]) * 1024
-    return total
-
-
 def measure(gd, items, workers, reads):
     gd[f"{0:07d}"]
     added = []
@@ -73,11 +62,11 @@ def measure(gd, items, workers, reads):
         if pid == 0:
             try:
                 os.close(r)
-                before = anon()
+                before = anonymous_private_dirty()
                 rng = random.Random(w)
                 for _ in range(reads):
                     gd[f"{rng.randrange(items):07d}"]
-                os.write(wfd, str(anon() - before).encode())
+                os.write(wfd, str(anonymous_private_dirty() - before).encode())
             finally:
                 os._exit(0)
         os.close(wfd)

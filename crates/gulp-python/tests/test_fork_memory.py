@@ -12,6 +12,7 @@ import pytest
 
 import gulp
 from gulp import _gulp
+from proc_memory import anonymous_private_dirty
 
 ITEMS = 20_000
 FRAMES = 30
@@ -43,24 +44,8 @@ def big_dir(request, tmp_path_factory):
     return str(directory)
 
 
-def _anon():
-    """Private dirty bytes of this process's anonymous mappings (heap,
-    stacks, anonymous maps: what it wrote, or copied from its parent on
-    write). Not of file mappings: the pages of freshly written data files
-    count as Private_Dirty there while they wait for writeback."""
-    total, anonymous = 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split()
-            if head and "-" in head[0] and not head[0].endswith(":"):
-                anonymous = len(head) < 6 or head[5].startswith("[")
-            elif anonymous and line.startswith("Private_Dirty:"):
-                total += int(head[1]) * 1024
-    return total
-
-
 def _worker(gd, seed, out):
-    before = _anon()
+    before = anonymous_private_dirty()
     rng = random.Random(seed)
     n = 0
     for _ in range(READS):
@@ -68,7 +53,7 @@ def _worker(gd, seed, out):
         frames, meta = gd[f"{i:07d}"]
         assert meta["idx"] == i
         n += len(frames)
-    os.write(out, f"{_anon() - before} {n}\n".encode())
+    os.write(out, f"{anonymous_private_dirty() - before} {n}\n".encode())
 
 
 def test_forked_workers_add_little_private_memory(big_dir):
