@@ -12,6 +12,21 @@ use std::process::{Child, Command, Stdio};
 /// Kills the server when the test ends, however it ends.
 struct Server(Child);
 
+impl Server {
+    /// Stops the server and returns what it wrote to stderr.
+    fn stop(mut self) -> String {
+        let _ = self.0.kill();
+        let mut err = String::new();
+        self.0
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("read");
+        err
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -56,35 +71,19 @@ fn status_of(url: &str) -> u16 {
 fn serves_on_loopback_unless_told_otherwise() {
     let dir = common::clean_dir();
     let path = dir.path().to_str().expect("utf-8");
-    let (mut server, line) = serve(&[path, "--port", "0"]);
+    let (server, line) = serve(&[path, "--port", "0"]);
     assert!(
         line.starts_with("gulp serve: 1 directories at http://127.0.0.1:"),
         "{line}"
     );
     let url = line.split(" at ").nth(1).expect("url");
     assert_eq!(status_of(url), 200);
-    let _ = server.0.kill();
-    let mut err = String::new();
-    server
-        .0
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
+    let err = server.stop();
     assert!(!err.contains("warning"), "{err}");
 
-    let (mut server, line) = serve(&[path, "--host", "0.0.0.0", "--port", "0"]);
+    let (server, line) = serve(&[path, "--host", "0.0.0.0", "--port", "0"]);
     assert!(line.contains("http://0.0.0.0:"), "{line}");
-    let _ = server.0.kill();
-    let mut err = String::new();
-    server
-        .0
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
+    let err = server.stop();
     assert!(
         err.contains("warning: listening on 0.0.0.0: the data is visible to the network"),
         "{err}"
