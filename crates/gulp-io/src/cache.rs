@@ -926,6 +926,7 @@ impl RangeStore {
     /// forgotten (and removed).
     fn serve(&self, ranges: &[Range<u64>], out: &mut [Option<Vec<u8>>], read: bool) -> Vec<usize> {
         let mut missing = Vec::new();
+        let mut open = None;
         for (k, r) in ranges.iter().enumerate() {
             if read && out[k].is_some() {
                 continue;
@@ -934,7 +935,7 @@ impl RangeStore {
                 if !read {
                     return Some(Vec::new());
                 }
-                let got = self.read_span(&span, r);
+                let got = self.read_span(&span, r, &mut open);
                 if got.is_none() {
                     self.known
                         .lock()
@@ -954,8 +955,13 @@ impl RangeStore {
 
     /// Bytes `r` from the file of `span`, `None` if it is not there whole
     /// and right (then it is removed).
-    fn read_span(&self, span: &Span, r: &Range<u64>) -> Option<Vec<u8>> {
-        let bytes = self.span_bytes(span)?;
+    fn read_span(
+        &self,
+        span: &Span,
+        r: &Range<u64>,
+        open: &mut Option<(std::sync::Arc<str>, File)>,
+    ) -> Option<Vec<u8>> {
+        let bytes = self.span_bytes(span, open)?;
         let from = usize::try_from(r.start - span.range.start).ok()?;
         let to = usize::try_from(r.end - span.range.start).ok()?;
         if (from, to) == (0, bytes.len()) {
@@ -966,22 +972,37 @@ impl RangeStore {
 
     /// The bytes of `span`, checked against its file's length and the
     /// CRC-32 it holds; `None` (and the file removed) if they are not right.
-    fn span_bytes(&self, span: &Span) -> Option<Vec<u8>> {
+    /// `open` is the file last read (the ranges of a clip share one): kept
+    /// open for the next range.
+    fn span_bytes(
+        &self,
+        span: &Span,
+        open: &mut Option<(std::sync::Arc<str>, File)>,
+    ) -> Option<Vec<u8>> {
         let path = self.dir.join(&*span.file);
-        let file = File::open(&path).ok()?;
-        let meta = file.metadata().ok()?;
+        if open.as_ref().is_none_or(|(name, _)| *name != span.file) {
+            *open = None;
+            let file = File::open(&path).ok()?;
+            let meta = file.metadata().ok()?;
+            if meta.len() != span.file_len {
+                drop(file);
+                evict(&path);
+                return None;
+            }
+            touch(&file, &meta);
+            *open = Some((std::sync::Arc::clone(&span.file), file));
+        }
+        let (_, file) = open.as_ref()?;
         let mut buf = vec![0; usize::try_from(span.range.end - span.range.start).ok()?];
         let mut crc = [0u8; 4];
-        if meta.len() != span.file_len
-            || file.read_exact_at(&mut crc, span.crc_at).is_err()
+        if file.read_exact_at(&mut crc, span.crc_at).is_err()
             || file.read_exact_at(&mut buf, span.bytes_at).is_err()
             || crc32fast::hash(&buf) != u32::from_le_bytes(crc)
         {
-            drop(file);
+            *open = None;
             evict(&path);
             return None;
         }
-        touch(&file, &meta);
         Some(buf)
     }
 
@@ -1006,11 +1027,12 @@ impl RangeStore {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let mut given: Vec<Range<u64>> = Vec::with_capacity(known.len());
+        let mut open = None;
         for span in known {
             if given.last().is_some_and(|g| g.end > span.range.start) {
                 continue;
             }
-            if let Some(bytes) = self.span_bytes(&span) {
+            if let Some(bytes) = self.span_bytes(&span, &mut open) {
                 each(&span.range, &bytes)?;
                 given.push(span.range);
             }
