@@ -5,6 +5,7 @@ proxy (scripts/ci/s3_proxy.py), which counts the bytes and requests that reach
 the server.
 
     .venv/bin/python scripts/bench/bench_s3.py --dir DIR [--copies K] [--json FILE]
+        [--block-size BYTES] [--server-core]
 
 DIR is a gulp directory (e.g. target/compare/real-8fps, which
 scripts/compare.sh makes); the benchmark's directory is K copies of it
@@ -26,6 +27,13 @@ bucket. Every run is gulp.ClipLoader with 2 threads, TSN 8 frames, short edge
                     directory, epoch 1: the bytes the server sent
   straight          the cold epoch again with no proxy in the path (its
                     relaying costs CPU on the same cores); bytes not counted
+
+--block-size sets Garage's block_size (default 1 MiB): Garage reads, checks
+and copies a whole block for each range request, so it sets the server's
+work per frame. --server-core runs Garage and the proxy on the last core and
+this process (the local runs too) on the others: the server's CPU is then not
+the loader's, as with a store on other machines; without it all share the
+cores, and the server's work per request bounds the cold epochs.
 
 Bytes are the server's (proxy), headers included; data = the data objects'
 size; decoded = the bytes of the records of the frames the epoch decoded. CPU seconds: the loader (this process, and the two ranks' processes),
@@ -123,16 +131,26 @@ def main() -> int:
     parser.add_argument("--server-pid", type=int,
                         help="use the S3 server the AWS_* variables and GULP_S3_BUCKET name (its "
                              "process for the CPU column) instead of starting Garage")
+    parser.add_argument("--block-size", type=int,
+                        help="Garage's block_size in bytes (default: Garage's, 1 MiB)")
+    parser.add_argument("--server-core", action="store_true",
+                        help="the server and the proxy on the last core, the loader on the others")
     args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    if args.server_core and len(cores) < 2:
+        parser.error("--server-core needs at least 2 cores")
     import gulp
 
     work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3."))
     garage_state = work / "garage"
     try:
         if args.server_pid is None:
+            env = dict(os.environ)
+            if args.block_size:
+                env["GULP_GARAGE_BLOCK_SIZE"] = str(args.block_size)
             env_text = subprocess.run(
                 [str(ROOT / "scripts" / "env" / "garage.sh"), "start", str(garage_state)],
-                check=True, capture_output=True, text=True).stdout
+                check=True, capture_output=True, text=True, env=env).stdout
             for line in env_text.splitlines():
                 key, _, value = line.removeprefix("export ").partition("=")
                 os.environ[key] = value
@@ -140,6 +158,13 @@ def main() -> int:
         else:
             garage_pid = args.server_pid
         proxy = Proxy(os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1])
+        if args.server_core:
+            # Every thread of the server and the proxy (those they start
+            # later inherit it), then this process before it starts any.
+            for pid in (garage_pid, proxy.process.pid):
+                subprocess.run(["taskset", "-a", "-p", "-c", str(cores[-1]), str(pid)],
+                               check=True, capture_output=True)
+            os.sched_setaffinity(0, cores[:-1])
         local = work / "data"
         copies(args.dir, local, args.copies)
         data = sum(p.stat().st_size for p in local.glob("data_*.gulp"))
@@ -253,7 +278,10 @@ def main() -> int:
         local_rate = rows[0]["clips_per_s"]
         print(f"# gulp.ClipLoader over a bucket (Garage on loopback) vs local disk\n")
         print(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects "
-              f"({args.copies} copies of {args.dir}); {PIPELINE}\n")
+              f"({args.copies} copies of {args.dir}); {PIPELINE}; Garage's block size "
+              f"{args.block_size or 'its default'}; "
+              + (f"the server and the proxy on core {cores[-1]}, the loader on {cores[:-1]}"
+                 if args.server_core else f"everything on cores {cores}") + "\n")
         print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | ÷ decoded | "
               "requests | CPU s: loader | Garage | proxy |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")

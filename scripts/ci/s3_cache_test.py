@@ -91,7 +91,8 @@ def entries(cache: Path) -> list[Path]:
 
 
 def ranges(cache: Path) -> list[Path]:
-    """The cache's ranges of objects (`KEY~SIZE-TAG.ranges/START-END`)."""
+    """The cache's files of ranges of objects (`KEY~SIZE-TAG.ranges/S-E,S-E,...`: the CRC-32
+    of each range, then their bytes)."""
     return [p for p in entries(cache) if p.parent.name.endswith(".ranges")]
 
 
@@ -154,9 +155,10 @@ def main() -> int:
         assert down <= 1.05 * (data_bytes + meta_bytes) + 2048 * sum(s["requests"].values()), \
             (down, data_bytes, meta_bytes)
         # The first reading of a chunk fetches the ranges read (here every
-        # item's records: all of the data).
+        # item's records: all of the data), each with its CRC-32.
         kept = sum(p.stat().st_size for p in entries(cache))
-        assert kept == data_bytes + meta_bytes, (kept, data_bytes, meta_bytes)
+        crcs = 4 * sum(len(p.name.split(",")) for p in ranges(cache))
+        assert kept == data_bytes + meta_bytes + crcs, (kept, data_bytes, meta_bytes, crcs)
         assert ranges(cache), "the first reading fetched ranges"
         return (f"every item read: {down} bytes from the server for {data_bytes + meta_bytes} "
                 f"bytes of objects, {s['requests']}, kept as {len(ranges(cache))} ranges")

@@ -6,6 +6,10 @@
 #   scripts/env/garage.sh install        # build it if missing; prints the binary's path
 #   eval "$(scripts/env/garage.sh start STATE_DIR)"   # start it; exports AWS_* and GULP_S3_BUCKET
 #   scripts/env/garage.sh stop STATE_DIR
+#
+# GULP_GARAGE_BLOCK_SIZE=BYTES sets Garage's block_size (its default: 1 MiB).
+# Garage reads, checks and copies a whole block for each range request, so
+# the block size sets its work per frame read (scripts/bench/bench_s3.py).
 set -euo pipefail
 tools="${GULP_TOOLS:-$HOME/.cache/gulp-tools}"
 garage="$tools/garage/bin/garage"
@@ -36,6 +40,7 @@ metadata_dir = "$state/meta"
 data_dir = "$state/data"
 db_engine = "sqlite"
 replication_factor = 1
+${GULP_GARAGE_BLOCK_SIZE:+block_size = $GULP_GARAGE_BLOCK_SIZE}
 rpc_bind_addr = "127.0.0.1:$rpc"
 rpc_public_addr = "127.0.0.1:$rpc"
 rpc_secret = "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -82,5 +87,5 @@ stop)
     state="${2:?state directory}"
     [ -f "$state/garage.pid" ] && kill "$(cat "$state/garage.pid")" 2>/dev/null || true
     ;;
-*) sed -n '2,9p' "${BASH_SOURCE[0]}"; exit 2 ;;
+*) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 2 ;;
 esac

@@ -114,15 +114,10 @@ impl Source {
             let url = self.path.to_str().unwrap_or_default();
             let remote = crate::remote::Object::at(&self.path)?;
             cache.get(url, object, |file| {
-                let mut have = Vec::new();
-                for (span, path) in cache.ranges(url, object).spans() {
-                    let Ok(bytes) = fs::read(&path) else { continue };
-                    if bytes.len() as u64 == span.end - span.start {
-                        file.write_all_at(&bytes, span.start)
-                            .map_err(|e| Error::io("writing", &path, e))?;
-                        have.push(span);
-                    }
-                }
+                let have = cache.ranges(url, object).each_span(|span, bytes| {
+                    file.write_all_at(bytes, span.start)
+                        .map_err(|e| Error::io("writing", &self.path, e))
+                })?;
                 remote.download(file, object.size, object.etag.as_deref(), &have)
             })
         }

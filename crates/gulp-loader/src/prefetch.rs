@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use crate::catalog::{Catalog, ChunkKey};
 
+/// The batches whose ranges are fetched at once.
+const RANGE_BATCHES: usize = 2;
+
 /// The chunks of one pass's batches, and how far the consumer is.
 #[derive(Debug)]
 pub(crate) struct Schedule {
@@ -169,7 +172,37 @@ impl Schedule {
         catalog: &Catalog,
         ahead: usize,
         cancel: &AtomicBool,
-        fetch_ranges: impl Fn(usize) -> u64,
+        fetch_ranges: impl Fn(usize) -> u64 + Sync,
+    ) {
+        // The ranges of up to RANGE_BATCHES batches are fetched at once, so
+        // that the requests of a batch's last clips overlap the next
+        // batch's (no pause of the store between batches).
+        std::thread::scope(|scope| {
+            let mut fetching = std::collections::VecDeque::new();
+            self.fetch_each(catalog, ahead, cancel, |k, batch| {
+                if fetching.len() >= RANGE_BATCHES {
+                    let (k, fetch): (usize, std::thread::ScopedJoinHandle<'_, u64>) =
+                        fetching.pop_front().expect("not empty");
+                    self.ranged[k].store(fetch.join().unwrap_or(0), Ordering::Relaxed);
+                }
+                let fetch_ranges = &fetch_ranges;
+                fetching.push_back((k, scope.spawn(move || fetch_ranges(batch))));
+            });
+            for (k, fetch) in fetching {
+                self.ranged[k].store(fetch.join().unwrap_or(0), Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// [`fetch_ahead`](Self::fetch_ahead)'s walk over the batches:
+    /// `ranges(k, batch)` starts the fetch of batch `batch`'s ranges (the
+    /// pass's `k`-th), then its chunks fetched whole are opened.
+    fn fetch_each(
+        &self,
+        catalog: &Catalog,
+        ahead: usize,
+        cancel: &AtomicBool,
+        mut ranges: impl FnMut(usize, usize),
     ) {
         let mut seen = std::collections::HashSet::new();
         for (k, keys) in self.per_batch.iter().enumerate() {
@@ -183,7 +216,7 @@ impl Schedule {
                 return;
             };
             drop(next);
-            self.ranged[k].store(fetch_ranges(batch), Ordering::Relaxed);
+            ranges(k, batch);
             for key in keys {
                 if cancel.load(Ordering::Relaxed) {
                     return;
