@@ -194,7 +194,11 @@ fn near_duplicates(
         let (Some(sa), Some(sb)) = (scans[a].signature, scans[b].signature) else {
             return None;
         };
-        let mut d: Vec<u32> = (0..SAMPLES).map(|k| sa.distance(&sb, k)).collect();
+        // Called for every candidate pair: no allocation.
+        let mut d = [0u32; SAMPLES];
+        for (k, slot) in d.iter_mut().enumerate() {
+            *slot = sa.distance(&sb, k);
+        }
         d.sort_unstable();
         let worst = d[SAMPLES_AGREEING - 1];
         (worst <= limit).then_some(worst)
