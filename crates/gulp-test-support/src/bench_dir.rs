@@ -2,6 +2,8 @@
 //! `make_bench_dir` example: items shaped like Something-Something's, frames
 //! that are real JPEG bytes.
 
+use std::borrow::Cow;
+use std::f32::consts::TAU;
 use std::path::Path;
 use std::time::Instant;
 
@@ -111,20 +113,36 @@ pub fn item_meta(i: usize) -> Value {
     Value::from(map)
 }
 
+/// A JPEG frame of item `i` (frame `k`), given to the writers of
+/// directories.
+pub type FrameFn<'a> = dyn FnMut(usize, usize) -> Result<Cow<'a, [u8]>, BoxError> + 'a;
+
 /// Writes `spec` into the existing, empty directory `dir`, every frame being
 /// `jpeg`.
 pub fn write_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Written, BoxError> {
+    write_dir_with(dir, spec, &mut |_, _| Ok(Cow::Borrowed(jpeg)))
+}
+
+/// Writes `spec` into the existing, empty directory `dir`, frame `k` of
+/// item `i` being `frame(i, k)`.
+pub fn write_dir_with<'a>(
+    dir: &Path,
+    spec: &Spec,
+    frame: &mut FrameFn<'a>,
+) -> Result<Written, BoxError> {
     let start = Instant::now();
     let chunks = spec.chunks.max(1);
     let per_chunk = spec.items.div_ceil(chunks).max(1);
     let mut written = Written::default();
-    let frames: Vec<&[u8]> = vec![jpeg; spec.frames_per_item];
     for (chunk, first) in (0..spec.items).step_by(per_chunk).enumerate() {
         let mut writer = ChunkWriter::builder()
             .meta_format(spec.format)
             .fsync(false)
             .create(dir, chunk as u64)?;
         for i in first..(first + per_chunk).min(spec.items) {
+            let frames = (0..spec.frames_per_item)
+                .map(|k| frame(i, k))
+                .collect::<Result<Vec<_>, _>>()?;
             writer.append(&item_id(i), item_meta(i), &frames)?;
         }
         let summary = writer.finish()?;
@@ -144,6 +162,15 @@ pub fn write_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Written, BoxErr
 /// run never leaves a half directory that would be reused). Returns `None`
 /// when it was reused.
 pub fn ensure_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Option<Written>, BoxError> {
+    ensure_dir_with(dir, spec, &mut |_, _| Ok(Cow::Borrowed(jpeg)))
+}
+
+/// [`ensure_dir`] with frame `k` of item `i` being `frame(i, k)`.
+pub fn ensure_dir_with<'a>(
+    dir: &Path,
+    spec: &Spec,
+    frame: &mut FrameFn<'a>,
+) -> Result<Option<Written>, BoxError> {
     if dir.is_dir() {
         return Ok(None);
     }
@@ -154,7 +181,74 @@ pub fn ensure_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Option<Written
         std::fs::remove_dir_all(&tmp)?;
     }
     std::fs::create_dir_all(&tmp)?;
-    let written = write_dir(&tmp, spec, jpeg)?;
+    let written = write_dir_with(&tmp, spec, frame)?;
     std::fs::rename(&tmp, dir)?;
     Ok(Some(written))
+}
+
+/// A `width`x`height` RGB picture of its own for every `(i, k)`, to be
+/// encoded as a frame: twelve colour gratings of random direction, frequency (up to
+/// eight cycles across, amplitude falling as a photograph's spectrum does) and phase
+/// over a random mean, with a little noise, so
+/// that the perceptual hashes of different items spread like those of
+/// different photographs (for near-duplicate search at scale). Frame `k`
+/// drifts the phases a little from frame `k - 1`.
+pub fn varied_pixels(i: usize, k: usize, (width, height): (usize, usize)) -> Vec<u8> {
+    let mut state = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
+    let mut next = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    // A uniform number in [0, 1).
+    let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32;
+    let mean = [
+        60.0 + 130.0 * unit(),
+        60.0 + 130.0 * unit(),
+        60.0 + 130.0 * unit(),
+    ];
+    let (w, h) = (width as f32, height as f32);
+    // Each grating separable as cos(a + b) = cos a cos b - sin a sin b:
+    // (sin, cos) along the columns, along the rows, and its amplitude per
+    // channel.
+    type Grating = (Vec<(f32, f32)>, Vec<(f32, f32)>, [f32; 3]);
+    let gratings: Vec<Grating> = (0..12)
+        .map(|_| {
+            let fx = (unit() * 17.0).floor() - 8.0;
+            let fy = (unit() * 17.0).floor() - 8.0;
+            let phase = TAU * unit() + 0.1 * k as f32;
+            let amplitude = 40.0 * unit() / fx.abs().max(fy.abs()).max(1.0).sqrt();
+            let tint = [
+                amplitude * (0.5 + unit()),
+                amplitude * (0.5 + unit()),
+                amplitude * (0.5 + unit()),
+            ];
+            let columns = (0..width)
+                .map(|x| (TAU * fx * x as f32 / w + phase).sin_cos())
+                .collect();
+            let rows = (0..height)
+                .map(|y| (TAU * fy * y as f32 / h).sin_cos())
+                .collect();
+            (columns, rows, tint)
+        })
+        .collect();
+    let mut pixels = Vec::with_capacity(width * height * 3);
+    for y in 0..height {
+        for x in 0..width {
+            let noise = 8.0 * (unit() - 0.5);
+            for (c, m) in mean.iter().enumerate() {
+                let v = gratings.iter().fold(m + noise, |v, (columns, rows, tint)| {
+                    let ((sa, ca), (sb, cb)) = (columns[x], rows[y]);
+                    v + tint[c] * (ca * cb - sa * sb)
+                });
+                // Clamped to 0..=255 first: no truncation.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                pixels.push(v.clamp(0.0, 255.0) as u8);
+            }
+        }
+    }
+    pixels
 }
