@@ -3,7 +3,7 @@
 with planted issues; prints, per planted kind, each tool's recall and
 precision, and images/s (docs/benchmarks.md, "gulp lint").
 
-    python3 scripts/bench/bench_lint.py [--work DIR] [--gulp PATH] [--clean N]
+    python3 scripts/bench/bench_lint.py [--work DIR] [--gulp PATH] [--clean N [--photos DIR]]
 
 The photographs are the real ones that scikit-image (skimage.data:
 astronaut, chelsea, coffee, hubble_deep_field, immunohistochemistry,
@@ -26,8 +26,14 @@ scikit-image's motorcycle_left, each photograph taken at four scales (1,
 overlap by at most 3/4 of a side), but never less than 1/2 on retina,
 whose smooth fundus windows 1/4 apart hash alike (they would be true near
 duplicates); the N are spread evenly over the grid's windows. These
-photographs give at most about 210 such windows. Planted: max(6, N / 40)
-per kind, tiny and wide as above, blank at the source's size.
+photographs give at most about 210 such windows; --photos DIR adds the
+JPEG photographs of DIR, each first brought to a short side of 1024 (a
+256-pixel window is then a quarter of the scene, not a detail), e.g. the
+twelve of Debian's mate-backgrounds (GPL-2+) in
+usr/share/backgrounds/mate/nature/, which scripts/bench/bench-corpus.sh
+also uses (`apt-get download mate-backgrounds`, then `dpkg-deb -x`).
+Planted: max(6, N / 40) per kind, tiny and wide as above, blank at the
+source's size.
 
 Each tool runs in a venv of its own under WORK/venvs (created on first
 use: pip installs cleanvision==0.3.7, fastdup==2.54, and scikit-image +
@@ -113,7 +119,7 @@ def grid_windows(photos, shape_at, scales, step):
     return windows
 
 
-def make_images(out, clean_count=None):
+def make_images(out, clean_count=None, photo_dir=None):
     """Writes the clean and planted images to out/images/<kind>/ and the
     truth (file -> kind, source) to out/truth.json."""
     import numpy as np
@@ -130,6 +136,13 @@ def make_images(out, clean_count=None):
     sample = load_sample_images()
     for name, image in zip(sample.filenames, sample.images):
         photos.append((os.path.splitext(os.path.basename(name))[0], image))
+    for file in sorted(os.listdir(photo_dir)) if photo_dir else []:
+        if file.lower().endswith((".jpg", ".jpeg")):
+            image = Image.open(os.path.join(photo_dir, file)).convert("RGB")
+            scale = 1024 / min(image.size)
+            image = image.resize((round(image.width * scale), round(image.height * scale)),
+                                 Image.LANCZOS)
+            photos.append((os.path.splitext(file)[0], np.asarray(image)))
     photos = [(n, a if a.ndim == 3 else np.stack([a] * 3, axis=-1)) for n, a in photos]
     per_kind = PER_KIND
     if clean_count:
@@ -362,11 +375,13 @@ def main():
     parser.add_argument("--clean", type=int, metavar="N",
                         help="N clean images at ImageNet-like size (see above) instead of "
                              "the 224x224 windows")
+    parser.add_argument("--photos", metavar="DIR",
+                        help="with --clean: JPEG photographs to cut windows from too")
     parser.add_argument("--step", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.step:
         if args.step == "make":
-            make_images(args.work, args.clean)
+            make_images(args.work, args.clean, args.photos)
             return
         result = {"cleanvision": run_cleanvision, "fastdup": run_fastdup}[args.step](args.work)
         if result is not None:
@@ -378,6 +393,8 @@ def main():
     def step(venv, name):
         py = venv_python(args.work, venv)
         clean = ["--clean", str(args.clean)] if args.clean else []
+        if args.photos:
+            clean += ["--photos", os.path.abspath(args.photos)]
         done = subprocess.run([py, me, "--work", args.work, "--step", name, *clean], check=True,
                               stdout=subprocess.PIPE, text=True)
         return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
