@@ -187,12 +187,14 @@ pub fn ensure_dir_with<'a>(
 }
 
 /// A `width`x`height` RGB picture of its own for every `(i, k)`, to be
-/// encoded as a frame: twelve colour gratings of random direction, frequency (up to
-/// eight cycles across, amplitude falling as a photograph's spectrum does) and phase
-/// over a random mean, with a little noise, so
-/// that the perceptual hashes of different items spread like those of
-/// different photographs (for near-duplicate search at scale). Frame `k`
-/// drifts the phases a little from frame `k - 1`.
+/// encoded as a frame: twelve colour gratings of random direction,
+/// frequency (up to eight cycles across, amplitude falling as a
+/// photograph's spectrum does) and phase over a random mean, with a little
+/// noise, for near-duplicate search at scale. Every item differs, but to a
+/// perceptual hash they are less varied than photographs: of a million,
+/// about a third fall in near-duplicate groups at the default 8 bits
+/// (docs/runs/benchmarks-log-2026-11.md). Frame `k` drifts the phases a
+/// little from frame `k - 1`.
 pub fn varied_pixels(i: usize, k: usize, (width, height): (usize, usize)) -> Vec<u8> {
     let mut state = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
     let mut next = move || {
