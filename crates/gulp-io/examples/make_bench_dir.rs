@@ -9,8 +9,8 @@
 //!
 //! Without `--jpeg` the frames are the 176x100 photo-like JPEG the `read`
 //! bench uses (`benches/data/photo-176x100.jpg`, 7 kB); with `--varied WxH`
-//! every frame is a different generated picture of that size (gratings of
-//! random frequency, phase and colour: `bench_dir::varied_pixels`, JPEG
+//! every frame is a different generated picture of that size (random low
+//! DCT frequencies over a random colour: `bench_dir::varied_pixels`, JPEG
 //! quality 90; needs the `turbojpeg` feature, the default), for
 //! `gulp lint`'s near-duplicate search at scale. `<out_dir>` must not exist;
 //! it is written under `<out_dir>.partial` and renamed when complete.

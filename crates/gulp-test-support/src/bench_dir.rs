@@ -3,7 +3,6 @@
 //! that are real JPEG bytes.
 
 use std::borrow::Cow;
-use std::f32::consts::TAU;
 use std::path::Path;
 use std::time::Instant;
 
@@ -187,15 +186,14 @@ pub fn ensure_dir_with<'a>(
 }
 
 /// A `width`x`height` RGB picture of its own for every `(i, k)`, to be
-/// encoded as a frame: twelve colour gratings of random direction,
-/// frequency (up to eight cycles across, amplitude falling as a
-/// photograph's spectrum does) and phase over a random mean, with a little
-/// noise, for near-duplicate search at scale. Every item differs, but to a
-/// perceptual hash they are less varied than photographs: of a million,
-/// about a third fall in near-duplicate groups at the default 8 bits
-/// (docs/runs/benchmarks-log-2026-11.md). Frame `k` drifts the phases a
+/// encoded as a frame: random coefficients for the 8x8 lowest frequencies
+/// of its DCT (the block a perceptual hash reads, so that the hashes of
+/// different items are as far apart as random ones), amplitude falling
+/// with frequency, over a random colour, with a little noise; for
+/// near-duplicate search at scale. Frame `k` moves the coefficients a
 /// little from frame `k - 1`.
 pub fn varied_pixels(i: usize, k: usize, (width, height): (usize, usize)) -> Vec<u8> {
+    const SIDE: usize = 8;
     let mut state = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
     let mut next = move || {
         // splitmix64
@@ -212,43 +210,45 @@ pub fn varied_pixels(i: usize, k: usize, (width, height): (usize, usize)) -> Vec
         60.0 + 130.0 * unit(),
         60.0 + 130.0 * unit(),
     ];
-    let (w, h) = (width as f32, height as f32);
-    // Each grating separable as cos(a + b) = cos a cos b - sin a sin b:
-    // (sin, cos) along the columns, along the rows, and its amplitude per
-    // channel.
-    type Grating = (Vec<(f32, f32)>, Vec<(f32, f32)>, [f32; 3]);
-    let gratings: Vec<Grating> = (0..12)
-        .map(|_| {
-            let fx = (unit() * 17.0).floor() - 8.0;
-            let fy = (unit() * 17.0).floor() - 8.0;
-            let phase = TAU * unit() + 0.1 * k as f32;
-            let amplitude = 40.0 * unit() / fx.abs().max(fy.abs()).max(1.0).sqrt();
-            let tint = [
-                amplitude * (0.5 + unit()),
-                amplitude * (0.5 + unit()),
-                amplitude * (0.5 + unit()),
-            ];
-            let columns = (0..width)
-                .map(|x| (TAU * fx * x as f32 / w + phase).sin_cos())
-                .collect();
-            let rows = (0..height)
-                .map(|y| (TAU * fy * y as f32 / h).sin_cos())
-                .collect();
-            (columns, rows, tint)
-        })
-        .collect();
+    // coeffs[u][v]: u along the rows (vertical frequency), v along the
+    // columns; the mean is the colour's.
+    let mut coeffs = [[0f32; SIDE]; SIDE];
+    for (u, row) in coeffs.iter_mut().enumerate() {
+        for (v, c) in row.iter_mut().enumerate() {
+            let amplitude = 70.0 / ((1 + u + v) as f32).sqrt();
+            let (value, drift) = (unit() - 0.5, unit() - 0.5);
+            if u + v > 0 {
+                *c = amplitude * (value + 0.05 * k as f32 * drift);
+            }
+        }
+    }
+    let basis = |n: usize, len: usize| -> Vec<[f32; SIDE]> {
+        (0..len)
+            .map(|x| {
+                let mut b = [0f32; SIDE];
+                for (f, slot) in b.iter_mut().enumerate() {
+                    *slot = (std::f32::consts::PI * (2 * x + 1) as f32 * f as f32 / (2 * n) as f32)
+                        .cos();
+                }
+                b
+            })
+            .collect()
+    };
+    let (along_x, along_y) = (basis(width, width), basis(height, height));
     let mut pixels = Vec::with_capacity(width * height * 3);
-    for y in 0..height {
-        for x in 0..width {
+    for by in &along_y {
+        // This row's weight of each horizontal frequency.
+        let mut row = [0f32; SIDE];
+        for (v, r) in row.iter_mut().enumerate() {
+            *r = (0..SIDE).map(|u| coeffs[u][v] * by[u]).sum();
+        }
+        for bx in &along_x {
+            let luma: f32 = row.iter().zip(bx).map(|(r, b)| r * b).sum();
             let noise = 8.0 * (unit() - 0.5);
-            for (c, m) in mean.iter().enumerate() {
-                let v = gratings.iter().fold(m + noise, |v, (columns, rows, tint)| {
-                    let ((sa, ca), (sb, cb)) = (columns[x], rows[y]);
-                    v + tint[c] * (ca * cb - sa * sb)
-                });
+            for m in mean {
                 // Clamped to 0..=255 first: no truncation.
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                pixels.push(v.clamp(0.0, 255.0) as u8);
+                pixels.push((m + luma + noise).clamp(0.0, 255.0) as u8);
             }
         }
     }
