@@ -3,7 +3,7 @@
 with planted issues; prints, per planted kind, each tool's recall and
 precision, and images/s (docs/benchmarks.md, "gulp lint").
 
-    python3 scripts/bench/bench_lint.py [--work DIR] [--gulp PATH]
+    python3 scripts/bench/bench_lint.py [--work DIR] [--gulp PATH] [--clean N [--photos DIR]]
 
 The photographs are the real ones that scikit-image (skimage.data:
 astronaut, chelsea, coffee, hubble_deep_field, immunohistochemistry,
@@ -16,6 +16,24 @@ Planted, each from its own clean image: exact copies, re-encoded copies
 (quality 40), resized copies (0.6x), crops (6 % off each side), darkened
 (x0.15), brightened (towards white, x0.15), blurred (Gaussian, radius 4),
 blank (one colour: the picture's mean, at a middle luma), tiny (40x40) and very wide (512x96) images.
+
+With --clean N the clean images are N windows at ImageNet-like size
+instead (short side 256, as ImageNet is usually resized: 340x256,
+256x340 and 256x256 in turn), cut from the same photographs plus
+scikit-image's motorcycle_left, each photograph taken at four scales (1,
+0.7, 0.49, 0.343: no upscaling), on a grid whose step is the largest of
+1/2, 1/3 or 1/4 of the window that gives N windows (neighbours then
+overlap by at most 3/4 of a side), but never less than 1/2 on retina,
+whose smooth fundus windows 1/4 apart hash alike (they would be true near
+duplicates); the N are spread evenly over the grid's windows. These
+photographs give at most about 210 such windows; --photos DIR adds the
+JPEG photographs of DIR, each first brought to a short side of 1024 (a
+256-pixel window is then a quarter of the scene, not a detail), e.g. the
+twelve of Debian's mate-backgrounds (GPL-2+) in
+usr/share/backgrounds/mate/nature/, which scripts/bench/bench-corpus.sh
+also uses (`apt-get download mate-backgrounds`, then `dpkg-deb -x`).
+Planted: max(6, N / 40) per kind, tiny and wide as above, blank at the
+source's size.
 
 Each tool runs in a venv of its own under WORK/venvs (created on first
 use: pip installs cleanvision==0.3.7, fastdup==2.54, and scikit-image +
@@ -43,6 +61,12 @@ KINDS = ["exact", "reencoded", "resized", "crop", "dark", "light", "blurred", "b
          "wide"]
 DUPLICATE_KINDS = {"exact", "reencoded", "resized", "crop"}
 PER_KIND = 6
+# --clean N: the window shapes (one per scale, in turn), the scales of the
+# photographs, the grid steps tried (fractions of the window).
+SHAPES = [(340, 256), (256, 340), (256, 256)]
+SCALES = [1.0, 0.7, 0.49, 0.343]
+STEPS = [1 / 2, 1 / 3, 1 / 4]
+LEAST_STEP = {"retina": 1 / 2}
 VENVS = {
     "gen": ["scikit-image", "scikit-learn", "pillow", "numpy"],
     "cleanvision": ["cleanvision==0.3.7"],
@@ -65,7 +89,37 @@ def venv_python(work, name):
 
 # --- inside the "gen" venv -------------------------------------------------
 
-def make_images(out):
+def flat(array):
+    """Whether a window is mostly flat (a border): no clean image."""
+    gray = array.mean(axis=2)
+    return gray.std() < 20 or (gray < 20).mean() > 0.4 or (gray > 235).mean() > 0.4
+
+
+def grid_windows(photos, shape_at, scales, step):
+    """(name, PIL image) of every window of the grid: at each scale of each
+    photograph, windows of shape_at(level), `step` of a window apart."""
+    import numpy as np
+    from PIL import Image
+
+    windows = []
+    for name, array in photos:
+        image = Image.fromarray(array)
+        photo_step = max(step, LEAST_STEP.get(name, 0)) if len(scales) > 1 else step
+        for level, scale in enumerate(scales):
+            ww, wh = shape_at(level)
+            scaled = image if scale == 1 else image.resize(
+                (round(image.width * scale), round(image.height * scale)), Image.LANCZOS)
+            pixels = np.asarray(scaled)
+            h, w = pixels.shape[:2]
+            for y in range(0, h - wh + 1, max(1, int(wh * photo_step))):
+                for x in range(0, w - ww + 1, max(1, int(ww * photo_step))):
+                    crop = pixels[y:y + wh, x:x + ww]
+                    if not flat(crop):
+                        windows.append((f"{name}-s{level}-{y}-{x}", Image.fromarray(crop)))
+    return windows
+
+
+def make_images(out, clean_count=None, photo_dir=None):
     """Writes the clean and planted images to out/images/<kind>/ and the
     truth (file -> kind, source) to out/truth.json."""
     import numpy as np
@@ -73,27 +127,38 @@ def make_images(out):
     from PIL import Image, ImageFilter
     from sklearn.datasets import load_sample_images
 
-    photos = []
-    for name in ["astronaut", "chelsea", "coffee", "hubble_deep_field",
-                 "immunohistochemistry", "retina", "rocket", "camera", "brick", "grass",
-                 "gravel", "coins", "clock", "moon"]:
-        photos.append((name, getattr(skimage.data, name)()))
+    names = ["astronaut", "chelsea", "coffee", "hubble_deep_field", "immunohistochemistry",
+             "retina", "rocket", "camera", "brick", "grass", "gravel", "coins", "clock", "moon"]
+    photos = [(name, getattr(skimage.data, name)()) for name in names]
+    if clean_count:
+        # The left view only: the right one is nearly the same picture.
+        photos.append(("motorcycle_left", skimage.data.stereo_motorcycle()[0]))
     sample = load_sample_images()
     for name, image in zip(sample.filenames, sample.images):
         photos.append((os.path.splitext(os.path.basename(name))[0], image))
-    windows = []
-    for name, array in photos:
-        if array.ndim == 2:
-            array = np.stack([array] * 3, axis=-1)
-        h, w = array.shape[:2]
-        for y in range(0, h - 223, 224):
-            for x in range(0, w - 223, 224):
-                crop = array[y:y + 224, x:x + 224]
-                gray = crop.mean(axis=2)
-                # Mostly flat windows (a border) are no clean image.
-                if gray.std() < 20 or (gray < 20).mean() > 0.4 or (gray > 235).mean() > 0.4:
-                    continue
-                windows.append((f"{name}-{y}-{x}", Image.fromarray(crop)))
+    for file in sorted(os.listdir(photo_dir)) if photo_dir else []:
+        if file.lower().endswith((".jpg", ".jpeg")):
+            image = Image.open(os.path.join(photo_dir, file)).convert("RGB")
+            scale = 1024 / min(image.size)
+            image = image.resize((round(image.width * scale), round(image.height * scale)),
+                                 Image.LANCZOS)
+            photos.append((os.path.splitext(file)[0], np.asarray(image)))
+    photos = [(n, a if a.ndim == 3 else np.stack([a] * 3, axis=-1)) for n, a in photos]
+    per_kind = PER_KIND
+    if clean_count:
+        per_kind = max(PER_KIND, clean_count // 40)
+        for step in STEPS:
+            windows = grid_windows(photos, lambda level: SHAPES[level % len(SHAPES)],
+                                   SCALES, step)
+            if len(windows) >= clean_count:
+                break
+        if len(windows) < clean_count:
+            sys.exit(f"--clean {clean_count}: the photographs give {len(windows)} windows")
+        # N spread evenly over the grid's windows.
+        windows = [windows[i * len(windows) // clean_count] for i in range(clean_count)]
+        print(f"grid step {step:.2f} of a window", file=sys.stderr)
+    else:
+        windows = grid_windows(photos, lambda level: (224, 224), [1.0], 1.0)
     images = os.path.join(out, "images")
     shutil.rmtree(images, ignore_errors=True)
     truth = {}
@@ -110,10 +175,14 @@ def make_images(out):
     for name, image in windows:
         clean[name] = save("clean", name, image)
     names = [n for n, _ in windows]
+    by_name = dict(windows)
     for k, kind in enumerate(KINDS):
-        for j in range(PER_KIND):
-            source = names[(k * PER_KIND + j) % len(names)]
-            image = dict(windows)[source]
+        for j in range(per_kind):
+            # Sources spread over the clean images (every photograph).
+            source = names[((k * per_kind + j) * 7919) % len(names)] if clean_count else \
+                names[(k * PER_KIND + j) % len(names)]
+            image = by_name[source]
+            w, h = image.size
             src = f"clean/{source}.jpg"
             planted = f"{kind}-{source}"
             if kind == "exact":
@@ -124,9 +193,12 @@ def make_images(out):
             elif kind == "reencoded":
                 save(kind, planted, image, quality=40, source=src)
             elif kind == "resized":
-                save(kind, planted, image.resize((134, 134), Image.BILINEAR), source=src)
+                save(kind, planted, image.resize((w * 3 // 5, h * 3 // 5), Image.BILINEAR),
+                     source=src)
             elif kind == "crop":
-                save(kind, planted, image.crop((13, 13, 211, 211)), source=src)
+                # 6 % off each side (13 pixels of 224).
+                dx, dy = w * 13 // 224, h * 13 // 224
+                save(kind, planted, image.crop((dx, dy, w - dx, h - dy)), source=src)
             elif kind == "dark":
                 save(kind, planted, image.point(lambda v: int(v * 0.15)), source=src)
             elif kind == "light":
@@ -141,14 +213,15 @@ def make_images(out):
                 luma = max(mean @ [0.299, 0.587, 0.114], 1.0)
                 scale = min(max(luma, 80.0), 170.0) / luma
                 colour = tuple(int(min(c * scale, 255)) for c in mean)
-                save(kind, planted, Image.new("RGB", (224, 224), colour), source=src)
+                save(kind, planted, Image.new("RGB", (w, h), colour), source=src)
             elif kind == "tiny":
                 save(kind, planted, image.resize((40, 40), Image.BILINEAR), source=src)
             elif kind == "wide":
                 save(kind, planted, image.resize((512, 96), Image.BILINEAR), source=src)
     with open(os.path.join(out, "truth.json"), "w") as f:
         json.dump(truth, f, indent=1)
-    print(f"{len(truth)} images ({len(windows)} clean)", file=sys.stderr)
+    print(f"{len(truth)} images ({len(windows)} clean, {per_kind} planted per kind)",
+          file=sys.stderr)
 
 
 # --- inside the "cleanvision" venv ------------------------------------------
@@ -194,7 +267,9 @@ def run_fastdup(out):
     seconds = time.perf_counter() - start
 
     def rel(p):
-        return os.path.relpath(p, images) if os.path.isabs(p) else p
+        # fastdup gives paths as absolute or relative to the working
+        # directory: relpath takes either.
+        return os.path.relpath(p, images)
 
     groups = []
     if components is not None and len(components):
@@ -297,11 +372,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", default=os.path.join(ROOT, "target", "bench-lint"))
     parser.add_argument("--gulp", default=os.path.join(ROOT, "target", "release", "gulp"))
+    parser.add_argument("--clean", type=int, metavar="N",
+                        help="N clean images at ImageNet-like size (see above) instead of "
+                             "the 224x224 windows")
+    parser.add_argument("--photos", metavar="DIR",
+                        help="with --clean: JPEG photographs to cut windows from too")
     parser.add_argument("--step", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.step:
-        result = {"make": make_images, "cleanvision": run_cleanvision,
-                  "fastdup": run_fastdup}[args.step](args.work)
+        if args.step == "make":
+            make_images(args.work, args.clean, args.photos)
+            return
+        result = {"cleanvision": run_cleanvision, "fastdup": run_fastdup}[args.step](args.work)
         if result is not None:
             print(json.dumps(result))
         return
@@ -310,7 +392,10 @@ def main():
 
     def step(venv, name):
         py = venv_python(args.work, venv)
-        done = subprocess.run([py, me, "--work", args.work, "--step", name], check=True,
+        clean = ["--clean", str(args.clean)] if args.clean else []
+        if args.photos:
+            clean += ["--photos", os.path.abspath(args.photos)]
+        done = subprocess.run([py, me, "--work", args.work, "--step", name, *clean], check=True,
                               stdout=subprocess.PIPE, text=True)
         return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
 
@@ -318,6 +403,7 @@ def main():
     with open(os.path.join(args.work, "truth.json")) as f:
         truth = json.load(f)
     n = len(truth)
+    per_kind = sum(t["kind"] == "exact" for t in truth.values())
     results = {
         "gulp": run_gulp(args.work, args.gulp),
         "cleanvision": step("cleanvision", "cleanvision"),
@@ -325,7 +411,7 @@ def main():
     }
     table = {tool: scores(r, truth, tool) for tool, r in results.items()}
     print(f"{n} images, {sum(t['kind'] == 'clean' for t in truth.values())} clean, "
-          f"{PER_KIND} planted per kind; recall / precision")
+          f"{per_kind} planted per kind; recall / precision")
     print(f"{'kind':<10}" + "".join(f"{tool:>16}" for tool in results))
     for kind in KINDS:
         cells = []

@@ -15,12 +15,33 @@ use crate::scan::{ItemScan, SAMPLES, Unit};
 /// videos to be near duplicates (of [`SAMPLES`]).
 const SAMPLES_AGREEING: usize = 5;
 
-fn item_ref(unit: &Unit<'_>, frames: Vec<usize>) -> ItemRef {
-    ItemRef {
-        dir: unit.dir,
-        id: unit.id.to_owned(),
-        frames,
+/// A finding of `check` over `members` (each an index into `units` and the
+/// item's frames concerned, empty for the whole item).
+fn finding(
+    check: Check,
+    units: &[Unit<'_>],
+    members: impl IntoIterator<Item = (usize, Vec<usize>)>,
+    score: f64,
+    detail: String,
+) -> Finding {
+    Finding {
+        check,
+        items: members
+            .into_iter()
+            .map(|(i, frames)| ItemRef {
+                dir: units[i].dir,
+                id: units[i].id.to_owned(),
+                frames,
+            })
+            .collect(),
+        score,
+        detail,
     }
+}
+
+/// Whole items: `members` with no frames named.
+fn whole(members: &[usize]) -> impl Iterator<Item = (usize, Vec<usize>)> + '_ {
+    members.iter().map(|&i| (i, Vec::new()))
 }
 
 /// The duplicate check of a group of items: `leak` when they span two
@@ -72,15 +93,13 @@ pub(crate) fn duplicates(
             exact_of[i] = group[0];
         }
         if let Some(check) = duplicate_check(group, units, options, Check::ExactDuplicate) {
-            findings.push(Finding {
+            findings.push(finding(
                 check,
-                items: group
-                    .iter()
-                    .map(|&i| item_ref(&units[i], Vec::new()))
-                    .collect(),
-                score: 0.0,
-                detail: format!("{} items with the same stored bytes", group.len()),
-            });
+                units,
+                whole(group),
+                0.0,
+                format!("{} items with the same stored bytes", group.len()),
+            ));
         }
     }
     if exact_wanted {
@@ -131,22 +150,21 @@ fn frame_copies(
             continue;
         };
         let shared = frames.values().map(Vec::len).max().unwrap_or(0);
-        findings.push(Finding {
+        let members = frames.into_iter().map(|(i, mut ks)| {
+            ks.sort_unstable();
+            ks.dedup();
+            (i, ks)
+        });
+        findings.push(finding(
             check,
-            items: frames
-                .into_iter()
-                .map(|(i, mut ks)| {
-                    ks.sort_unstable();
-                    ks.dedup();
-                    item_ref(&units[i], ks)
-                })
-                .collect(),
-            score: 0.0,
-            detail: format!(
+            units,
+            members,
+            0.0,
+            format!(
                 "{shared} frames with the same stored bytes in {} items",
                 items.len()
             ),
-        });
+        ));
     }
     findings
 }
@@ -176,7 +194,11 @@ fn near_duplicates(
         let (Some(sa), Some(sb)) = (scans[a].signature, scans[b].signature) else {
             return None;
         };
-        let mut d: Vec<u32> = (0..SAMPLES).map(|k| sa.distance(&sb, k)).collect();
+        // Called for every candidate pair: no allocation.
+        let mut d = [0u32; SAMPLES];
+        for (k, slot) in d.iter_mut().enumerate() {
+            *slot = sa.distance(&sb, k);
+        }
         d.sort_unstable();
         let worst = d[SAMPLES_AGREEING - 1];
         (worst <= limit).then_some(worst)
@@ -211,18 +233,16 @@ fn near_duplicates(
         let Some(check) = duplicate_check(&group, units, options, Check::NearDuplicate) else {
             continue;
         };
-        findings.push(Finding {
+        findings.push(finding(
             check,
-            items: group
-                .iter()
-                .map(|&i| item_ref(&units[i], Vec::new()))
-                .collect(),
-            score: f64::from(distance),
-            detail: format!(
+            units,
+            whole(&group),
+            f64::from(distance),
+            format!(
                 "{} items within {distance} bits of perceptual hash",
                 group.len()
             ),
-        });
+        ));
     }
     findings
 }
@@ -231,15 +251,16 @@ fn near_duplicates(
 pub(crate) fn per_frame(units: &[Unit<'_>], scans: &[ItemScan], check: Check) -> Vec<Finding> {
     scans
         .iter()
-        .zip(units)
-        .filter_map(|(scan, unit)| {
+        .enumerate()
+        .filter_map(|(i, scan)| {
             let f = scan.flagged.iter().find(|f| f.check == check)?;
-            Some(Finding {
+            Some(finding(
                 check,
-                items: vec![item_ref(unit, f.frames.clone())],
-                score: f.score,
-                detail: format!("{} of {} frames", f.frames.len(), scan.frames),
-            })
+                units,
+                [(i, f.frames.clone())],
+                f.score,
+                format!("{} of {} frames", f.frames.len(), scan.frames),
+            ))
         })
         .collect()
 }
@@ -268,12 +289,13 @@ pub(crate) fn per_item(
         if options.runs(Check::Short) && frames.is_some_and(|m| m > 1.0) {
             for &i in &mine {
                 if scans[i].frames < t.min_frames {
-                    findings.push(Finding {
-                        check: Check::Short,
-                        items: vec![item_ref(&units[i], Vec::new())],
-                        score: scans[i].frames as f64,
-                        detail: format!("{} frames", scans[i].frames),
-                    });
+                    findings.push(finding(
+                        Check::Short,
+                        units,
+                        whole(&[i]),
+                        scans[i].frames as f64,
+                        format!("{} frames", scans[i].frames),
+                    ));
                 }
             }
         }
@@ -304,12 +326,7 @@ pub(crate) fn per_item(
                         Check::OddSize => format!("{w}x{h}, median side {m:.0}"),
                         _ => format!("{w}x{h} (aspect {a:.2}), median aspect {m:.2}"),
                     };
-                    findings.push(Finding {
-                        check,
-                        items: vec![item_ref(&units[i], Vec::new())],
-                        score,
-                        detail,
-                    });
+                    findings.push(finding(check, units, whole(&[i]), score, detail));
                 }
             }
         }
@@ -357,45 +374,39 @@ pub(crate) fn labels(
             }
         }
         if !classes.is_empty() && !unlabelled.is_empty() {
-            findings.push(Finding {
-                check: Check::Label,
-                items: unlabelled
-                    .iter()
-                    .map(|&i| item_ref(&units[i], Vec::new()))
-                    .collect(),
-                score: unlabelled.len() as f64,
-                detail: format!("items without the label key {key:?}"),
-            });
+            findings.push(finding(
+                Check::Label,
+                units,
+                whole(&unlabelled),
+                unlabelled.len() as f64,
+                format!("items without the label key {key:?}"),
+            ));
         }
         for (label, members) in &classes {
             if members.len() < options.thresholds.min_class_items {
-                findings.push(Finding {
-                    check: Check::Label,
-                    items: members
-                        .iter()
-                        .map(|&i| item_ref(&units[i], Vec::new()))
-                        .collect(),
-                    score: members.len() as f64,
-                    detail: format!(
+                findings.push(finding(
+                    Check::Label,
+                    units,
+                    whole(members),
+                    members.len() as f64,
+                    format!(
                         "class {label:?} has {} items (fewer than {})",
                         members.len(),
                         options.thresholds.min_class_items
                     ),
-                });
+                ));
             }
         }
         if let Some(index) = dir.labels()? {
             for (label, members) in &classes {
                 if index.index(label).is_none() {
-                    findings.push(Finding {
-                        check: Check::Label,
-                        items: members
-                            .iter()
-                            .map(|&i| item_ref(&units[i], Vec::new()))
-                            .collect(),
-                        score: members.len() as f64,
-                        detail: format!("label {label:?} is not in label2idx.json"),
-                    });
+                    findings.push(finding(
+                        Check::Label,
+                        units,
+                        whole(members),
+                        members.len() as f64,
+                        format!("label {label:?} is not in label2idx.json"),
+                    ));
                 }
             }
         }

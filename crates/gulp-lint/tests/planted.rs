@@ -147,6 +147,16 @@ fn every_planted_image_issue_is_found_and_nothing_else() {
     );
 
     let report = lint(&[&train, &val], &Options::default(), &|_| {}).unwrap();
+    // The findings are a function of the data alone: one thread or
+    // several, the same report.
+    for threads in [1, 3] {
+        let options = Options {
+            threads,
+            ..Options::default()
+        };
+        let again = lint(&[&train, &val], &options, &|_| {}).unwrap();
+        assert_eq!(again.findings, report.findings, "{threads} threads");
+    }
     assert_eq!(report.items, 22);
     assert!(report.undecodable.is_empty());
     let got = found(&report);

@@ -2,6 +2,7 @@
 //! `make_bench_dir` example: items shaped like Something-Something's, frames
 //! that are real JPEG bytes.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Instant;
 
@@ -111,20 +112,36 @@ pub fn item_meta(i: usize) -> Value {
     Value::from(map)
 }
 
+/// A JPEG frame of item `i` (frame `k`), given to the writers of
+/// directories.
+pub type FrameFn<'a> = dyn FnMut(usize, usize) -> Result<Cow<'a, [u8]>, BoxError> + 'a;
+
 /// Writes `spec` into the existing, empty directory `dir`, every frame being
 /// `jpeg`.
 pub fn write_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Written, BoxError> {
+    write_dir_with(dir, spec, &mut |_, _| Ok(Cow::Borrowed(jpeg)))
+}
+
+/// Writes `spec` into the existing, empty directory `dir`, frame `k` of
+/// item `i` being `frame(i, k)`.
+pub fn write_dir_with<'a>(
+    dir: &Path,
+    spec: &Spec,
+    frame: &mut FrameFn<'a>,
+) -> Result<Written, BoxError> {
     let start = Instant::now();
     let chunks = spec.chunks.max(1);
     let per_chunk = spec.items.div_ceil(chunks).max(1);
     let mut written = Written::default();
-    let frames: Vec<&[u8]> = vec![jpeg; spec.frames_per_item];
     for (chunk, first) in (0..spec.items).step_by(per_chunk).enumerate() {
         let mut writer = ChunkWriter::builder()
             .meta_format(spec.format)
             .fsync(false)
             .create(dir, chunk as u64)?;
         for i in first..(first + per_chunk).min(spec.items) {
+            let frames = (0..spec.frames_per_item)
+                .map(|k| frame(i, k))
+                .collect::<Result<Vec<_>, _>>()?;
             writer.append(&item_id(i), item_meta(i), &frames)?;
         }
         let summary = writer.finish()?;
@@ -144,6 +161,15 @@ pub fn write_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Written, BoxErr
 /// run never leaves a half directory that would be reused). Returns `None`
 /// when it was reused.
 pub fn ensure_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Option<Written>, BoxError> {
+    ensure_dir_with(dir, spec, &mut |_, _| Ok(Cow::Borrowed(jpeg)))
+}
+
+/// [`ensure_dir`] with frame `k` of item `i` being `frame(i, k)`.
+pub fn ensure_dir_with<'a>(
+    dir: &Path,
+    spec: &Spec,
+    frame: &mut FrameFn<'a>,
+) -> Result<Option<Written>, BoxError> {
     if dir.is_dir() {
         return Ok(None);
     }
@@ -154,7 +180,77 @@ pub fn ensure_dir(dir: &Path, spec: &Spec, jpeg: &[u8]) -> Result<Option<Written
         std::fs::remove_dir_all(&tmp)?;
     }
     std::fs::create_dir_all(&tmp)?;
-    let written = write_dir(&tmp, spec, jpeg)?;
+    let written = write_dir_with(&tmp, spec, frame)?;
     std::fs::rename(&tmp, dir)?;
     Ok(Some(written))
+}
+
+/// A `width`x`height` RGB picture of its own for every `(i, k)`, to be
+/// encoded as a frame: random coefficients for the 8x8 lowest frequencies
+/// of its DCT (the block a perceptual hash reads, so that the hashes of
+/// different items are as far apart as random ones), amplitude falling
+/// with frequency, over a random colour, with a little noise; for
+/// near-duplicate search at scale. Frame `k` moves the coefficients a
+/// little from frame `k - 1`.
+pub fn varied_pixels(i: usize, k: usize, (width, height): (usize, usize)) -> Vec<u8> {
+    const SIDE: usize = 8;
+    let mut state = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
+    let mut next = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    // A uniform number in [0, 1).
+    let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32;
+    let mean = [
+        60.0 + 130.0 * unit(),
+        60.0 + 130.0 * unit(),
+        60.0 + 130.0 * unit(),
+    ];
+    // coeffs[u][v]: u along the rows (vertical frequency), v along the
+    // columns; the mean is the colour's.
+    let mut coeffs = [[0f32; SIDE]; SIDE];
+    for (u, row) in coeffs.iter_mut().enumerate() {
+        for (v, c) in row.iter_mut().enumerate() {
+            let amplitude = 70.0 / ((1 + u + v) as f32).sqrt();
+            let (value, drift) = (unit() - 0.5, unit() - 0.5);
+            if u + v > 0 {
+                *c = amplitude * (value + 0.05 * k as f32 * drift);
+            }
+        }
+    }
+    let basis = |n: usize, len: usize| -> Vec<[f32; SIDE]> {
+        (0..len)
+            .map(|x| {
+                let mut b = [0f32; SIDE];
+                for (f, slot) in b.iter_mut().enumerate() {
+                    *slot = (std::f32::consts::PI * (2 * x + 1) as f32 * f as f32 / (2 * n) as f32)
+                        .cos();
+                }
+                b
+            })
+            .collect()
+    };
+    let (along_x, along_y) = (basis(width, width), basis(height, height));
+    let mut pixels = Vec::with_capacity(width * height * 3);
+    for by in &along_y {
+        // This row's weight of each horizontal frequency.
+        let mut row = [0f32; SIDE];
+        for (v, r) in row.iter_mut().enumerate() {
+            *r = (0..SIDE).map(|u| coeffs[u][v] * by[u]).sum();
+        }
+        for bx in &along_x {
+            let luma: f32 = row.iter().zip(bx).map(|(r, b)| r * b).sum();
+            let noise = 8.0 * (unit() - 0.5);
+            for m in mean {
+                // Clamped to 0..=255 first: no truncation.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                pixels.push((m + luma + noise).clamp(0.0, 255.0) as u8);
+            }
+        }
+    }
+    pixels
 }
