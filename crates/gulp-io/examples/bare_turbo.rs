@@ -248,18 +248,10 @@ fn gcd(a: c_int, b: c_int) -> c_int {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// SplitMix64: the crops' random numbers, seeded per frame.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Uniform in [lo, hi).
+/// Uniform in [lo, hi): the crops' random numbers, seeded per frame.
 fn uniform(state: &mut u64, lo: f64, hi: f64) -> f64 {
-    lo + (hi - lo) * ((splitmix(state) >> 11) as f64 / (1u64 << 53) as f64)
+    let x = gulp_test_support::splitmix64(state);
+    lo + (hi - lo) * ((x >> 11) as f64 / (1u64 << 53) as f64)
 }
 
 /// A crop (x, y, width, height) of a `w` x `h` image as torchvision's

@@ -195,16 +195,8 @@ pub fn ensure_dir_with<'a>(
 pub fn varied_pixels(i: usize, k: usize, (width, height): (usize, usize)) -> Vec<u8> {
     const SIDE: usize = 8;
     let mut state = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;
-    let mut next = move || {
-        // splitmix64
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
     // A uniform number in [0, 1).
-    let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32;
+    let mut unit = move || (crate::splitmix64(&mut state) >> 40) as f32 / (1u64 << 24) as f32;
     let mean = [
         60.0 + 130.0 * unit(),
         60.0 + 130.0 * unit(),

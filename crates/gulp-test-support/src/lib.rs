@@ -13,6 +13,7 @@
 //! | [`bad_corpus`] | the generated files of `tests/data/bad/` | gulp-io's `bad_data` and `bad_corpus` example |
 //! | [`bench_dir`] | synthetic gulp directories | gulp-io's `read` bench and `make_bench_dir` example |
 //! | [`media`] | videos and JPEG folders made with ffmpeg | gulp-ingest tests, gulp-cli's `ingest` test |
+//! | [`splitmix64`] | a seeded pseudo-random sequence | [`bench_dir::varied_pixels`], gulp-io's `bare_turbo` example |
 //!
 //! ```
 //! use gulp_test_support::trailer::{seal, unseal};
@@ -32,3 +33,14 @@ pub mod fuzz_checks;
 pub mod media;
 pub mod saved_inputs;
 pub mod trailer;
+
+/// The next number of the SplitMix64 sequence whose state is `state`: the
+/// seeded, reproducible randomness of generated inputs (not a loader's:
+/// gulp-loader has its own).
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
