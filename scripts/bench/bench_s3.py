@@ -5,7 +5,7 @@ proxy (scripts/ci/s3_proxy.py), which counts the bytes and requests that reach
 the server.
 
     .venv/bin/python scripts/bench/bench_s3.py --dir DIR [--copies K] [--json FILE]
-        [--block-size BYTES] [--server-core]
+        [--block-size BYTES] [--server-core] [--cache-root DIR]
 
 DIR is a gulp directory (e.g. target/compare/real-8fps, which
 scripts/compare.sh makes); the benchmark's directory is K copies of it
@@ -34,6 +34,14 @@ work per frame. --server-core runs Garage and the proxy on the last core and
 this process (the local runs too) on the others: the server's CPU is then not
 the loader's, as with a store on other machines; without it all share the
 cores, and the server's work per request bounds the cold epochs.
+
+--cache-root puts the node caches in DIR (default: the run's temporary
+directory). Where the cache lives matters on ext4 without a journal: there
+each file created looks past every inode deleted in the last minutes (ext4
+does so only without a journal), which the earlier runs' caches leave many
+of, and a cold epoch creates a file per clip. This machine's root file
+system has no journal; a journaled ext4 in a file, mounted with -o loop, is
+a node's usual local disk.
 
 Bytes are the server's (proxy), headers included; data = the data objects'
 size; decoded = the bytes of the records of the frames the epoch decoded. CPU seconds: the loader (this process, and the two ranks' processes),
@@ -133,6 +141,8 @@ def main() -> int:
                              "process for the CPU column) instead of starting Garage")
     parser.add_argument("--block-size", type=int,
                         help="Garage's block_size in bytes (default: Garage's, 1 MiB)")
+    parser.add_argument("--cache-root", type=Path,
+                        help="the node caches here (default: the run's temporary directory)")
     parser.add_argument("--server-core", action="store_true",
                         help="the server and the proxy on the last core, the loader on the others")
     args = parser.parse_args()
@@ -142,6 +152,8 @@ def main() -> int:
     import gulp
 
     work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3."))
+    caches = Path(tempfile.mkdtemp(prefix="gulp-bench-s3-caches.", dir=args.cache_root)) \
+        if args.cache_root else work
     garage_state = work / "garage"
     try:
         if args.server_pid is None:
@@ -228,7 +240,7 @@ def main() -> int:
 
         # The transfer alone: every data object fetched through a cache, no
         # decoding (one frame read per chunk).
-        gd = gulp.GulpDirectory(url, cache_dir=str(work / "cache-fetch"), cache_fetch="chunks")
+        gd = gulp.GulpDirectory(url, cache_dir=str(caches / "cache-fetch"), cache_fetch="chunks")
         firsts = [gd._native.chunk_ids(i)[0] for i in range(gd.num_chunks)]
         began = start()
         for i in firsts:
@@ -243,11 +255,11 @@ def main() -> int:
                 seconds, clips, decoded = epoch(loader, e)
                 row(f"{name}, epoch {e + 1}", clips, began, seconds, decoded=decoded)
 
-        remote("bucket, cache holding the dataset", work / "cache-all", 5)
-        remote("bucket, cache limit 10 %, full shuffle", work / "cache-tenth", 2,
+        remote("bucket, cache holding the dataset", caches / "cache-all", 5)
+        remote("bucket, cache limit 10 %, full shuffle", caches / "cache-tenth", 2,
                cache_limit=(data + meta) // 10)
         remote("bucket, cache limit 25 %, shuffle='chunks', cache_fetch='chunks'",
-               work / "cache-quarter", 1, cache_limit=(data + meta) // 4, shuffle="chunks",
+               caches / "cache-quarter", 1, cache_limit=(data + meta) // 4, shuffle="chunks",
                chunk_window=1, cache_fetch="chunks")
 
         code = ("import sys, time, gulp\n"
@@ -255,7 +267,8 @@ def main() -> int:
                 f" world_size=2, **{dict(PIPELINE, threads=1)!r})\n"
                 "for batch in loader: pass\n")
         began = start()
-        procs = [subprocess.Popen([sys.executable, "-c", code, url, str(work / "cache-2"), str(r)])
+        procs = [subprocess.Popen([sys.executable, "-c", code, url, str(caches / "cache-2"),
+                                   str(r)])
                  for r in range(2)]
         assert all(p.wait() == 0 for p in procs)
         row("2 ranks in 2 processes, one cache, epoch 1", items, began)
@@ -269,7 +282,7 @@ def main() -> int:
                 "clips = sum(len(b) for b in loader)\n"
                 "print(time.perf_counter() - start, clips)\n")
         began = start()
-        out = subprocess.run([sys.executable, "-c", code, url, str(work / "cache-direct")],
+        out = subprocess.run([sys.executable, "-c", code, url, str(caches / "cache-direct")],
                              check=True, capture_output=True, text=True,
                              env=dict(os.environ, AWS_ENDPOINT_URL=garage_url)).stdout.split()
         row("straight from Garage (no proxy), cache holding the dataset, epoch 1", int(out[1]),
@@ -281,7 +294,9 @@ def main() -> int:
               f"({args.copies} copies of {args.dir}); {PIPELINE}; Garage's block size "
               f"{args.block_size or 'its default'}; "
               + (f"the server and the proxy on core {cores[-1]}, the loader on {cores[:-1]}"
-                 if args.server_core else f"everything on cores {cores}") + "\n")
+                 if args.server_core else f"everything on cores {cores}")
+              + f"; the node caches in {caches.parent if args.cache_root else 'the temporary directory'}"
+              + "\n")
         print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | ÷ decoded | "
               "requests | CPU s: loader | Garage | proxy |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -305,6 +320,7 @@ def main() -> int:
         subprocess.run([str(ROOT / "scripts" / "env" / "garage.sh"), "stop", str(garage_state)],
                        capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(caches, ignore_errors=True)
     return 0
 
 
