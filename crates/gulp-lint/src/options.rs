@@ -150,9 +150,9 @@ pub const BLANK: f64 = 1.5;
 pub const LOW_INFORMATION: f64 = 3.0;
 /// Blurry: the blur score is at most this (docs/lint.md: the larger of the
 /// whole frame's fine detail and 0.45 x its sharpest edges' steepness, at
-/// the decoding whose short edge is at least 112 pixels; sharp photographs
-/// score 0.3 and up (smooth retina scans 0.4), a Gaussian blur of radius 4
-/// on a 256-pixel image 0.20 to 0.27).
+/// the decoding whose short edge is at least 112 pixels; windows of in-focus
+/// photographs score 0.40 and up (smooth retina scans the lowest), a
+/// Gaussian blur of radius 4 on a 256-pixel image 0.20 to 0.27).
 pub const BLURRY: f64 = 0.28;
 /// Frozen: consecutive frames whose 32x32 thumbnails differ by at most this
 /// mean absolute luma difference (0-255) are the same picture.
