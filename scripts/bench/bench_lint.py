@@ -45,6 +45,10 @@ defaults. fastdup: `fastdup.create(...).run()` with its defaults, then its
 own definitions: duplicates are pairs of similarity >= 0.9 (its
 `connected_components` default), dark `mean < 13`, bright `mean > 220.5`,
 blurry `blur < 50` (its gallery defaults), invalid images as blank.
+It also prints how many images each tool flagged blurry that were not
+planted blurred, and shows gulp's in WORK/unplanted-blurry.png: a window of
+a photograph's out-of-focus background is a blurry image that the truth
+calls clean, which only the eye can tell from a wrong flag.
 Not run in CI.
 """
 
@@ -224,6 +228,27 @@ def make_images(out, clean_count=None, photo_dir=None):
           file=sys.stderr)
 
 
+def contact_sheet(out):
+    """out/unplanted-blurry.png: the images listed in
+    out/unplanted-blurry.txt (paths under out/images), 6 a row, each 200
+    pixels at most and under its name."""
+    from PIL import Image, ImageDraw
+
+    with open(os.path.join(out, "unplanted-blurry.txt")) as f:
+        names = f.read().split()
+    side, cols = 200, 6
+    rows = max(1, (len(names) + cols - 1) // cols)
+    sheet = Image.new("RGB", (cols * side, rows * (side + 14)), "white")
+    draw = ImageDraw.Draw(sheet)
+    for k, name in enumerate(names):
+        image = Image.open(os.path.join(out, "images", name)).convert("RGB")
+        image.thumbnail((side, side))
+        x, y = (k % cols) * side, (k // cols) * (side + 14)
+        sheet.paste(image, (x, y + 14))
+        draw.text((x + 2, y), name[:34], fill="black")
+    sheet.save(os.path.join(out, "unplanted-blurry.png"))
+
+
 # --- inside the "cleanvision" venv ------------------------------------------
 
 def run_cleanvision(out):
@@ -368,6 +393,14 @@ def scores(result, truth, tool):
     return out
 
 
+def unplanted_blurry(result, truth, tool):
+    """The images `tool` flagged blurry that were not planted blurred."""
+    flagged = set()
+    for issue in CHECKS[tool]["blurred"]:
+        flagged |= set(result["flagged"].get(issue, []))
+    return sorted(n for n in flagged if n in truth and truth[n]["kind"] != "blurred")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", default=os.path.join(ROOT, "target", "bench-lint"))
@@ -382,6 +415,9 @@ def main():
     if args.step:
         if args.step == "make":
             make_images(args.work, args.clean, args.photos)
+            return
+        if args.step == "sheet":
+            contact_sheet(args.work)
             return
         result = {"cleanvision": run_cleanvision, "fastdup": run_fastdup}[args.step](args.work)
         if result is not None:
@@ -423,6 +459,16 @@ def main():
     print(f"(gulp ingest of the same images: {results['gulp']['ingest_seconds']:.2f} s; "
           f"lint {results['gulp']['seconds']:.2f} s, CleanVision "
           f"{results['cleanvision']['seconds']:.2f} s, fastdup {results['fastdup']['seconds']:.2f} s)")
+    # Flagged blurry but not planted so: photographs have out-of-focus
+    # areas, and a window of one is a blurry image the truth calls clean.
+    # The sheet shows gulp's, to be judged by eye.
+    print("flagged blurry, not planted blurred: " + ", ".join(
+        f"{tool} {len(unplanted_blurry(r, truth, tool))}" for tool, r in results.items()))
+    names = unplanted_blurry(results["gulp"], truth, "gulp")
+    with open(os.path.join(args.work, "unplanted-blurry.txt"), "w") as f:
+        f.write("".join(name + "\n" for name in names))
+    step("gen", "sheet")
+    print(f"gulp's: {os.path.join(args.work, 'unplanted-blurry.png')}")
     with open(os.path.join(args.work, "results.json"), "w") as f:
         json.dump({"results": results, "scores": table}, f, indent=1)
 

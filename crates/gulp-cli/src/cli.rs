@@ -557,7 +557,8 @@ pub struct ThresholdArgs {
     /// many bits.
     #[arg(long, value_name = "BITS", default_value_t = gulp_lint::LOW_INFORMATION)]
     pub low_information: f64,
-    /// blurry: the Laplacian's standard deviation over luma's is at most this.
+    /// blurry: the blur score (the larger of the frame's fine detail and
+    /// its sharpest edges' steepness; docs/lint.md) is at most this.
     #[arg(long, value_name = "X", default_value_t = gulp_lint::BLURRY)]
     pub blurry: f64,
     /// frozen: consecutive frames whose thumbnails differ by at most this

@@ -86,6 +86,103 @@ pub(crate) fn sharpness(luma: &[u8], width: usize, height: usize, std: f64) -> f
     (fine / coarse) * (fine / std.max(1.0)).powf(0.25)
 }
 
+/// The weight of the edges' steepness in [`blur_score`]: the steepness
+/// that scores as [`crate::options::BLURRY`] over it.
+const EDGE_WEIGHT: f64 = 0.45;
+
+/// The blurry check's score of a frame, lower the blurrier: the larger of
+/// its [`sharpness`] (the whole frame's fine detail) and its sharpest
+/// edges' [`edge_steepness`] times [`EDGE_WEIGHT`]. A frame is blurry when
+/// both say so: no fine detail over the frame, and no steep edge anywhere.
+pub(crate) fn blur_score(luma: &[u8], width: usize, height: usize, std: f64) -> f64 {
+    let whole = sharpness(luma, width, height, std);
+    match edge_steepness(luma, width, height) {
+        Some(steep) => whole.max(steep * EDGE_WEIGHT),
+        None => whole,
+    }
+}
+
+/// Tiles per side of the grid whose edges [`edge_steepness`] judges.
+const EDGE_TILES: usize = 3;
+/// The span, in pixels, over which an edge's contrast is measured.
+const EDGE_SPAN: usize = 4;
+/// The least change of luma (0-255) across [`EDGE_SPAN`] pixels that is an
+/// edge: above what smooth shading and JPEG noise make.
+const EDGE_CONTRAST: u8 = 24;
+/// The least number of edge positions a tile is judged on.
+const EDGE_LEAST: u32 = 30;
+/// The steepness histogram's bins: 0 to 2 in steps of 1/100 (a ramp is
+/// 1/[`EDGE_SPAN`], a step edge 1, texture above).
+const STEEP_BINS: usize = 200;
+
+/// How steep the sharpest edges of a frame are, where it has edges: at
+/// every pixel where luma changes by at least [`EDGE_CONTRAST`] over the
+/// next [`EDGE_SPAN`] pixels (across or down), the largest one-pixel step
+/// within the span over that change: near 1 where an edge is sharp, lower
+/// the wider a blur has spread it. A tile of a 3x3 grid scores the 95th
+/// percentile of its edges; the frame, its best tile. So a sharp subject
+/// before a defocused background scores as sharp, which the whole frame's
+/// Laplacian does not tell; flat areas and JPEG noise have no edges and
+/// count for nothing. `None` when no tile has [`EDGE_LEAST`] edges.
+pub(crate) fn edge_steepness(luma: &[u8], width: usize, height: usize) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for ty in 0..EDGE_TILES {
+        for tx in 0..EDGE_TILES {
+            let (y0, y1) = (ty * height / EDGE_TILES, (ty + 1) * height / EDGE_TILES);
+            let (x0, x1) = (tx * width / EDGE_TILES, (tx + 1) * width / EDGE_TILES);
+            let mut hist = [0u32; STEEP_BINS];
+            // Across: along rows; down: along columns.
+            for y in y0..y1 {
+                let row = &luma[y * width + x0..y * width + x1];
+                steepness_along(row.len(), |i| row[i], &mut hist);
+            }
+            for x in x0..x1 {
+                steepness_along(y1 - y0, |i| luma[(y0 + i) * width + x], &mut hist);
+            }
+            if let Some(p95) = hist_percentile(&hist, 0.95, EDGE_LEAST) {
+                best = Some(best.map_or(p95, |b: f64| b.max(p95)));
+            }
+        }
+    }
+    best
+}
+
+/// Adds to `hist` the steepness of each edge along a line of `len` pixels
+/// (`at(i)` the luma of pixel `i`).
+fn steepness_along(len: usize, at: impl Fn(usize) -> u8, hist: &mut [u32; STEEP_BINS]) {
+    if len <= EDGE_SPAN {
+        return;
+    }
+    let step = |i: usize| at(i).abs_diff(at(i + 1));
+    for i in 0..len - EDGE_SPAN {
+        let change = at(i).abs_diff(at(i + EDGE_SPAN));
+        if change < EDGE_CONTRAST {
+            continue;
+        }
+        let steepest = (i..i + EDGE_SPAN).map(step).max().unwrap_or(0);
+        let bin = usize::from(steepest) * 100 / usize::from(change);
+        hist[bin.min(STEEP_BINS - 1)] += 1;
+    }
+}
+
+/// The `q` quantile of a histogram of [`STEEP_BINS`] bins of 1/100 (the
+/// middle of its bin), if it counts at least `least`.
+fn hist_percentile(hist: &[u32; STEEP_BINS], q: f64, least: u32) -> Option<f64> {
+    let n: u32 = hist.iter().sum();
+    if n < least {
+        return None;
+    }
+    let target = q * f64::from(n);
+    let mut seen = 0u32;
+    for (b, &c) in hist.iter().enumerate() {
+        seen += c;
+        if f64::from(seen) >= target {
+            return Some((b as f64 + 0.5) / 100.0);
+        }
+    }
+    Some(STEEP_BINS as f64 / 100.0)
+}
+
 /// The image at half size, each pixel the mean of 2x2.
 fn halve(luma: &[u8], width: usize, height: usize) -> (Vec<u8>, usize, usize) {
     let (hw, hh) = (width / 2, height / 2);
@@ -288,6 +385,45 @@ mod tests {
         let p = picture(64, 48);
         let s = stats(&p);
         assert!(s.std > 20.0 && s.entropy > 5.0 && s.p5 < s.p99, "{s:?}");
+    }
+
+    /// Vertical stripes 16 pixels wide, 40 and 200, their edges ramps of
+    /// `ramp` pixels (1: a step), in the columns `from..` only (flat 40
+    /// before).
+    fn stripes(width: usize, height: usize, ramp: usize, from: usize) -> Vec<u8> {
+        let level = |x: usize| -> f64 {
+            if x < from {
+                return 40.0;
+            }
+            let phase = (x - from) % 32;
+            let rise = |p: usize| ((p + 1) as f64 / ramp as f64).min(1.0);
+            if phase < 16 {
+                40.0 + 160.0 * rise(phase)
+            } else {
+                200.0 - 160.0 * rise(phase - 16)
+            }
+        };
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // 40-200
+        (0..height)
+            .flat_map(|_| (0..width).map(move |x| level(x) as u8))
+            .collect()
+    }
+
+    #[test]
+    fn steep_edges_anywhere_make_a_frame_sharp() {
+        let (w, h) = (96, 96);
+        let sharp = edge_steepness(&stripes(w, h, 1, 0), w, h).unwrap();
+        let blurred = edge_steepness(&stripes(w, h, 8, 0), w, h).unwrap();
+        assert!(sharp > 0.9, "{sharp}");
+        assert!(blurred < 0.6, "{blurred}");
+        // Sharp stripes in the right third only (one column of tiles):
+        // the frame's best tile decides.
+        let part = edge_steepness(&stripes(w, h, 1, 2 * w / 3), w, h).unwrap();
+        assert!(part > 0.9, "{part}");
+        assert_eq!(edge_steepness(&[90; 96 * 96], w, h), None);
+        let std = |v: &[u8]| stats(v).std;
+        let (a, b) = (stripes(w, h, 1, 0), stripes(w, h, 8, 0));
+        assert!(blur_score(&a, w, h, std(&a)) > blur_score(&b, w, h, std(&b)));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub enum Check {
     /// Frames whose luma histogram has at most
     /// [`Thresholds::low_information`] bits of entropy.
     LowInformation,
-    /// Frames whose sharpness score is at most [`Thresholds::blurry`]
+    /// Frames whose blur score is at most [`Thresholds::blurry`]
     /// (judged on up to 3 frames per item).
     Blurry,
     /// Runs of at least [`Thresholds::frozen_frames`] consecutive frames that
@@ -148,12 +148,12 @@ pub const BLANK: f64 = 1.5;
 /// Low information: the entropy of the luma histogram is at most this many
 /// bits (of 8).
 pub const LOW_INFORMATION: f64 = 3.0;
-/// Blurry: the sharpness score is at most this (docs/lint.md: fine over
-/// coarse Laplacian, times the fourth root of the Laplacian over luma's
-/// deviation, at the decoding whose short edge is at least 112 pixels;
-/// sharp photographs score 0.26 to 1.2 (smooth retina scans the lowest),
-/// a Gaussian blur of radius 4 on a 224-pixel image 0.15 to 0.26).
-pub const BLURRY: f64 = 0.26;
+/// Blurry: the blur score is at most this (docs/lint.md: the larger of the
+/// whole frame's fine detail and 0.45 x its sharpest edges' steepness, at
+/// the decoding whose short edge is at least 112 pixels; windows of in-focus
+/// photographs score 0.40 and up (smooth retina scans the lowest), a
+/// Gaussian blur of radius 4 on a 256-pixel image 0.20 to 0.27).
+pub const BLURRY: f64 = 0.28;
 /// Frozen: consecutive frames whose 32x32 thumbnails differ by at most this
 /// mean absolute luma difference (0-255) are the same picture.
 pub const FROZEN_DIFF: f64 = 1.0;

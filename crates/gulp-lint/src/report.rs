@@ -226,7 +226,7 @@ fn threshold_text(check: Check, t: &Thresholds) -> String {
         Check::LowInformation => {
             format!("entropy <= {} bits (--low-information)", t.low_information)
         }
-        Check::Blurry => format!("sharpness <= {} (--blurry)", t.blurry),
+        Check::Blurry => format!("blur score <= {} (--blurry)", t.blurry),
         Check::Frozen => format!(
             ">= {} frames within {} (--frozen-frames, --frozen-diff)",
             t.frozen_frames, t.frozen_diff

@@ -228,7 +228,7 @@ fn decode_frame(
         let std = measure::stats(luma).std;
         // A uniform frame has no edges to be sharp or blurred.
         if std > t.blank {
-            sharpness = Some(measure::sharpness(luma, shape.width, shape.height, std));
+            sharpness = Some(measure::blur_score(luma, shape.width, shape.height, std));
         }
     }
     let shape = header.output_shape(decode);
