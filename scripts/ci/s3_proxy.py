@@ -148,13 +148,15 @@ class ClientSide(asyncio.Protocol):
                 cut(self.transport)
             return
         self.server = server
+        if self.transport is None or self.transport.is_closing():
+            server.close()  # the client left while the server's connection was made
+            return
         for data in self.waiting:
             server.send(data)
         self.waiting.clear()
         if self.eof:
             server.end()
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         self.count(data)
@@ -243,6 +245,7 @@ class ServerSide(asyncio.Protocol):
         self.client = client
         self.transport: asyncio.Transport | None = None
         self.held: deque[tuple[float, bytes | None]] = deque()  # "delay" mode
+        self.lost = False  # the server's connection closed while bytes were held
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -303,13 +306,16 @@ class ServerSide(asyncio.Protocol):
                 self.client.send(data)
         if self.held:
             loop.call_at(self.held[0][0], self.release)
+        elif self.lost and self.client.transport is not None:
+            self.client.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.transport is not None:
             self.client.proxy.open.discard(self.transport)
         if self.client.transport is not None and not self.client.transport.is_closing():
             if self.held:
-                return  # closed once the held bytes are out (release ends it)
+                self.lost = True  # closed once the held bytes are out (release)
+                return
             self.client.transport.close()
 
 
