@@ -134,8 +134,14 @@ impl FrameWork {
     }
 
     /// Flags frame `k` for each check whose threshold its statistics `s`
-    /// (and `sharpness`, if it was measured) cross.
-    fn flag_frame(&mut self, k: usize, s: &measure::Stats, sharpness: Option<f64>, t: &Thresholds) {
+    /// (and `blur_score`, if it was measured) cross.
+    fn flag_frame(
+        &mut self,
+        k: usize,
+        s: &measure::Stats,
+        blur_score: Option<f64>,
+        t: &Thresholds,
+    ) {
         if s.p99 <= t.dark {
             self.flag(Check::Dark, k, s.p99, lower);
         }
@@ -148,8 +154,8 @@ impl FrameWork {
         if s.entropy <= t.low_information {
             self.flag(Check::LowInformation, k, s.entropy, lower);
         }
-        if let Some(sharpness) = sharpness.filter(|&x| x <= t.blurry) {
-            self.flag(Check::Blurry, k, sharpness, lower);
+        if let Some(score) = blur_score.filter(|&x| x <= t.blurry) {
+            self.flag(Check::Blurry, k, score, lower);
         }
     }
 
@@ -206,7 +212,7 @@ fn higher(a: f64, b: f64) -> bool {
 }
 
 /// Decodes one frame into `buf` with `decode`: its header, the shape
-/// written, and, when `blur` is given, its sharpness. The frame's header is
+/// written, and, when `blur` is given, its blur score. The frame's header is
 /// read once; a frame judged for blur is decoded twice (at the blur scale,
 /// then as every frame is, so that its statistics and thumbnail compare
 /// with the others').
@@ -219,7 +225,7 @@ fn decode_frame(
 ) -> gulp_io::Result<(JpegHeader, Shape, Option<f64>)> {
     let mut frame = JpegFrame::new(jpeg, decode.codec)?;
     let header = *frame.header();
-    let mut sharpness = None;
+    let mut blur_score = None;
     if let Some(blur_decode) = blur {
         let shape = header.output_shape(blur_decode);
         buf.resize(shape.len(), 0);
@@ -228,13 +234,13 @@ fn decode_frame(
         let std = measure::stats(luma).std;
         // A uniform frame has no edges to be sharp or blurred.
         if std > t.blank {
-            sharpness = Some(measure::blur_score(luma, shape.width, shape.height, std));
+            blur_score = Some(measure::blur_score(luma, shape.width, shape.height, std));
         }
     }
     let shape = header.output_shape(decode);
     buf.resize(shape.len(), 0);
     let shape = frame.decode_into(decode, buf)?;
-    Ok((header, shape, sharpness))
+    Ok((header, shape, blur_score))
 }
 
 /// Scans one item.
@@ -273,7 +279,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         );
         let judge_blur = blur_frames.contains(&k);
         let blur = judge_blur.then_some(&blur_decode);
-        let (header, shape, sharpness) = match decode_frame(jpeg, &decode, blur, t, buf) {
+        let (header, shape, blur_score) = match decode_frame(jpeg, &decode, blur, t, buf) {
             Ok(d) => d,
             Err(e) => {
                 undecodable.push((k, e.to_string()));
@@ -297,7 +303,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         if n > 1 {
             frame_hashes.push((!blank).then_some(h));
         }
-        work.flag_frame(k, &s, sharpness, t);
+        work.flag_frame(k, &s, blur_score, t);
         let thumb = measure::thumbnail(luma, shape.width, shape.height);
         if samples.contains(&k) {
             let full = measure::phash(&thumb);
