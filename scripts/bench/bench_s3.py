@@ -320,7 +320,8 @@ def main() -> int:
         subprocess.run([str(ROOT / "scripts" / "env" / "garage.sh"), "stop", str(garage_state)],
                        capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(caches, ignore_errors=True)
+        if caches != work:
+            shutil.rmtree(caches, ignore_errors=True)
     return 0
 
 

@@ -233,9 +233,7 @@ class ClientSide(asyncio.Protocol):
         transport.write(data)
 
     def end(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
+        write_eof(self.transport)
 
 
 class ServerSide(asyncio.Protocol):
@@ -257,9 +255,7 @@ class ServerSide(asyncio.Protocol):
             self.transport.write(data)
 
     def end(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
+        write_eof(self.transport)
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -291,6 +287,10 @@ class ServerSide(asyncio.Protocol):
             if len(self.held) == 1:
                 loop.call_at(self.held[0][0], self.release)
             return
+        self.deliver(data)
+
+    def deliver(self, data: bytes | None) -> None:
+        """`data` to the client, or the end of the stream (None)."""
         if data is None:
             self.client.end()
         else:
@@ -299,11 +299,7 @@ class ServerSide(asyncio.Protocol):
     def release(self) -> None:
         loop = asyncio.get_running_loop()
         while self.held and self.held[0][0] <= loop.time():
-            _, data = self.held.popleft()
-            if data is None:
-                self.client.end()
-            else:
-                self.client.send(data)
+            self.deliver(self.held.popleft()[1])
         if self.held:
             loop.call_at(self.held[0][0], self.release)
         elif self.lost and self.client.transport is not None:
@@ -317,6 +313,13 @@ class ServerSide(asyncio.Protocol):
                 self.lost = True  # closed once the held bytes are out (release)
                 return
             self.client.transport.close()
+
+
+def write_eof(transport: asyncio.Transport | None) -> None:
+    """Ends the stream written to `transport`, if it is open (the reading
+    side stays open)."""
+    if transport is not None and not transport.is_closing() and transport.can_write_eof():
+        transport.write_eof()
 
 
 def cut(transport: asyncio.Transport) -> None:
