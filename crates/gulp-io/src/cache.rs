@@ -33,6 +33,7 @@
 
 use crate::Choice;
 use std::fs::{self, File, OpenOptions};
+use std::io::Write;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -741,10 +742,10 @@ impl RangeStore {
     /// The bytes of `ranges`, in order: from the cache where it has them,
     /// the others fetched by `fetch` (given the spans to fetch: the
     /// missing ranges coalesced, it returns their bytes in order) and kept.
-    pub(crate) fn read(
+    pub(crate) fn read<B: AsRef<[u8]>>(
         &self,
         ranges: &[Range<u64>],
-        fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>>,
+        fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<B>>,
     ) -> Result<Vec<Vec<u8>>> {
         let mut out: Vec<Option<Vec<u8>>> = vec![None; ranges.len()];
         self.get(ranges, &mut out, Some(fetch))?;
@@ -765,10 +766,10 @@ impl RangeStore {
     /// Fetches into the cache those of `ranges` it does not hold (what a
     /// loader does ahead of its decoding threads); the number of bytes
     /// fetched.
-    pub(crate) fn fill(
+    pub(crate) fn fill<B: AsRef<[u8]>>(
         &self,
         ranges: &[Range<u64>],
-        fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>>,
+        fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<B>>,
     ) -> Result<u64> {
         self.get(ranges, &mut [], Some(fetch))
     }
@@ -776,11 +777,11 @@ impl RangeStore {
     /// Serves `ranges` into `out` (or, when `out` is empty, only checks
     /// that the cache holds them); fetches what is missing with `fetch`.
     /// Returns the bytes fetched.
-    fn get(
+    fn get<B: AsRef<[u8]>>(
         &self,
         ranges: &[Range<u64>],
         out: &mut [Option<Vec<u8>>],
-        fetch: Option<impl FnOnce(&[Range<u64>]) -> Result<Vec<Vec<u8>>>>,
+        fetch: Option<impl FnOnce(&[Range<u64>]) -> Result<Vec<B>>>,
     ) -> Result<u64> {
         let read = !out.is_empty();
         let mut missing = self.serve(ranges, out, read);
@@ -830,7 +831,7 @@ impl RangeStore {
         let spans = coalesce(&wanted, RANGE_GAP);
         let Some(fetch) = fetch else { return Ok(0) };
         let bytes = fetch(&spans)?;
-        let fetched = bytes.iter().map(|b| b.len() as u64).sum();
+        let fetched = bytes.iter().map(|b| b.as_ref().len() as u64).sum();
         self.keep(&spans, &bytes)?;
         if read {
             for k in missing {
@@ -842,7 +843,7 @@ impl RangeStore {
                 if span.start <= r.start && r.end <= span.end {
                     let from = usize::try_from(r.start - span.start).unwrap_or(usize::MAX);
                     let to = usize::try_from(r.end - span.start).unwrap_or(usize::MAX);
-                    out[k] = got.get(from..to).map(<[u8]>::to_vec);
+                    out[k] = got.as_ref().get(from..to).map(<[u8]>::to_vec);
                 }
             }
         }
@@ -850,34 +851,39 @@ impl RangeStore {
     }
 
     /// Writes the fetched `spans` into the cache, if it has room for them.
-    fn keep(&self, spans: &[Range<u64>], bytes: &[Vec<u8>]) -> Result<()> {
+    fn keep<B: AsRef<[u8]>>(&self, spans: &[Range<u64>], bytes: &[B]) -> Result<()> {
         let sizes: Vec<u64> = bytes
             .chunks(SPANS_PER_FILE)
-            .map(|got| got.iter().map(|b| 4 + b.len() as u64).sum())
+            .map(|got| got.iter().map(|b| 4 + b.as_ref().len() as u64).sum())
             .collect();
         let Some(parts) = self.cache.reserve_all(&sizes)? else {
             return Ok(());
         };
-        fs::create_dir_all(&self.dir)
-            .map_err(|e| Error::io("making the cache directory", &self.dir, e))?;
         let mut kept = Vec::with_capacity(spans.len());
         let groups = spans
             .chunks(SPANS_PER_FILE)
             .zip(bytes.chunks(SPANS_PER_FILE));
-        for ((ranges, got), (part, part_path)) in groups.zip(parts) {
+        for ((ranges, got), (mut part, part_path)) in groups.zip(parts) {
             let name = Span::file_name(ranges);
-            let mut file = Vec::with_capacity(got.iter().map(|b| 4 + b.len()).sum());
-            for b in got {
-                file.extend_from_slice(&crc32fast::hash(b).to_le_bytes());
-            }
-            for b in got {
-                file.extend_from_slice(b);
-            }
-            // Not synced: the CRC-32s are checked at each read.
+            let crcs: Vec<u8> = got
+                .iter()
+                .flat_map(|b| crc32fast::hash(b.as_ref()).to_le_bytes())
+                .collect();
+            // Not synced: the CRC-32s are checked at each read. The part is
+            // new (at offset 0): its CRC-32s, then the bytes, as they came.
+            // The directory is made by the first file (or again, if it was
+            // removed since).
             let path = self.dir.join(&name);
-            let done = part
-                .write_all_at(&file, 0)
-                .and_then(|()| fs::rename(&part_path, &path));
+            let done = std::iter::once(&crcs[..])
+                .chain(got.iter().map(AsRef::as_ref))
+                .try_for_each(|b| part.write_all(b))
+                .and_then(|()| match fs::rename(&part_path, &path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        fs::create_dir_all(&self.dir)?;
+                        fs::rename(&part_path, &path)
+                    }
+                    done => done,
+                });
             match done {
                 Ok(()) => kept.extend(Span::parse(&name).unwrap_or_default()),
                 Err(e) => {
@@ -1136,7 +1142,6 @@ fn fnv1a(text: &str) -> u64 {
 /// Writes `bytes` into `file` (what a test's fetch does).
 #[cfg(test)]
 fn write_all(file: &File, path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
     (&*file)
         .write_all(bytes)
         .map_err(|e| Error::io("writing", path, e))

@@ -299,7 +299,11 @@ impl Object {
     /// that they come from the version listed (another version is an
     /// error, never a mix), and tried again up to `GULP_S3_RETRIES` times
     /// when the transfer fails (a reset connection, a timeout).
-    async fn fetch_range(&self, range: Range<u64>, etag: Option<&str>) -> Result<Vec<u8>> {
+    async fn fetch_range(
+        &self,
+        range: Range<u64>,
+        etag: Option<&str>,
+    ) -> Result<impl AsRef<[u8]> + use<>> {
         let retries = retries();
         let mut attempt = 0;
         loop {
@@ -317,7 +321,7 @@ impl Object {
             let failed = match got {
                 Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
                     received(bytes.len());
-                    return Ok(bytes.to_vec());
+                    return Ok(bytes);
                 }
                 Ok(bytes) => {
                     received(bytes.len());
@@ -356,7 +360,7 @@ impl Object {
         &self,
         spans: &[Range<u64>],
         etag: Option<&str>,
-    ) -> Result<Vec<Vec<u8>>> {
+    ) -> Result<Vec<impl AsRef<[u8]> + use<>>> {
         runtime().block_on(
             futures::stream::iter(spans.iter().cloned())
                 .map(|span| self.fetch_range(span, etag))
@@ -381,7 +385,7 @@ impl Object {
         let parts = missing_parts(size, have, PART);
         let fetch = |range: Range<u64>| async move {
             let bytes = self.fetch_range(range.clone(), etag).await?;
-            file.write_all_at(&bytes, range.start)
+            file.write_all_at(bytes.as_ref(), range.start)
                 .map_err(|e| crate::Error::io("writing", Path::new(&self.url), e))
         };
         runtime().block_on(

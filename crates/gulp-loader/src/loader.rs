@@ -587,9 +587,20 @@ impl Loader {
                 Arc::clone(&samples),
             );
             std::thread::spawn(move || {
-                schedule.fetch_ahead(&inner.catalog, 2 * in_flight, &cancel, |batch| {
-                    fetch_ranges(&inner, &samples, epoch, batch)
-                });
+                // A clip's ranges go out together (gulp_io fetches up to 8
+                // at a time), four clips per decoding thread at a time: 64
+                // requests in flight for 2 threads, enough to keep a store
+                // busy (fewer starve it, measured against Garage, and more
+                // delay the first clips), at most 256.
+                let fetchers = (4 * inner.threads).clamp(4, 32);
+                schedule.fetch_ahead(
+                    &inner.catalog,
+                    2 * in_flight,
+                    fetchers,
+                    &cancel,
+                    |batch| range_clips(&inner, &samples, epoch, batch),
+                    |(item, frames)| inner.catalog.fetch_frames(item, frames).unwrap_or(0),
+                );
             })
         });
         let mut batches = Batches {
@@ -794,41 +805,29 @@ fn clip_frames(
     (rng, indices)
 }
 
-/// Fetches into the node cache the ranges of the frames batch `index` of
-/// the epoch's `samples` decodes, for the samples whose chunks the pass
-/// reads by ranges: the chunks at once, each on a thread of its own (each
-/// chunk's ranges [`gulp_io`] fetches several at a time). Returns the
-/// bytes fetched; a failure is left to the decoding thread that reads the
-/// clip, which reports it.
-fn fetch_ranges(inner: &Inner, samples: &[Sample], epoch: u64, index: usize) -> u64 {
+/// The clips of batch `index` of the epoch's `samples` whose chunks the
+/// pass reads by ranges, in the batch's order: each clip's item and the
+/// frames it decodes, for the prefetcher to fetch into the node cache.
+fn range_clips(
+    inner: &Inner,
+    samples: &[Sample],
+    epoch: u64,
+    index: usize,
+) -> Vec<(Item, Vec<usize>)> {
     let o = &inner.options;
     let catalog = &inner.catalog;
     let from = (index * o.batch_size).min(samples.len());
-    let part = &samples[from..(from + o.batch_size).min(samples.len())];
-    let mut by_chunk: BTreeMap<ChunkKey, Vec<(Item, Vec<usize>)>> = BTreeMap::new();
-    for sample in part {
-        let (item, start, end) = catalog.sample(sample.slot.sample);
-        let key = (item.source, item.chunk);
-        if !catalog.reads_ranges(key) || end <= start {
-            continue;
-        }
-        let (_, frames) = clip_frames(o, start, end, sample, epoch);
-        by_chunk.entry(key).or_default().push((item, frames));
-    }
-    std::thread::scope(|scope| {
-        let fetches: Vec<_> = by_chunk
-            .values()
-            .map(|clips| {
-                scope.spawn(move || {
-                    clips
-                        .iter()
-                        .map(|(item, frames)| catalog.fetch_frames(item, frames).unwrap_or(0))
-                        .sum::<u64>()
-                })
-            })
-            .collect();
-        fetches.into_iter().map(|f| f.join().unwrap_or(0)).sum()
-    })
+    samples[from..(from + o.batch_size).min(samples.len())]
+        .iter()
+        .filter_map(|sample| {
+            let (item, start, end) = catalog.sample(sample.slot.sample);
+            if !catalog.reads_ranges((item.source, item.chunk)) || end <= start {
+                return None;
+            }
+            let (_, frames) = clip_frames(o, start, end, sample, epoch);
+            Some((item, frames))
+        })
+        .collect()
 }
 
 /// Decodes one clip of `item`'s frames `start..end` at the end of

@@ -15,9 +15,6 @@ use std::time::Duration;
 
 use crate::catalog::{Catalog, ChunkKey};
 
-/// The batches whose ranges are fetched at once.
-const RANGE_BATCHES: usize = 2;
-
 /// The chunks of one pass's batches, and how far the consumer is.
 #[derive(Debug)]
 pub(crate) struct Schedule {
@@ -159,38 +156,54 @@ impl Schedule {
 
     /// Fetches what each batch of the pass reads, batch after batch, at
     /// most `ahead` batches beyond the consumer, until the pass ends or
-    /// `cancel` is set: the ranges `fetch_ranges(batch)` fetches (returning
-    /// their bytes), and the chunks fetched whole, each opened in the order
-    /// of the batches that first read it. When the cache has no room for
-    /// the next chunk (the chunks it holds are all in use), it waits for
-    /// one to be released, and gives up on a chunk whose batch the consumer
-    /// has reached (its decoding thread then reads it around the cache).
-    /// What fails to be fetched is left to the decoding thread that needs
-    /// it, which reports the error.
-    pub(crate) fn fetch_ahead(
+    /// `cancel` is set: the ranges of the clips `clips(batch)` lists, each
+    /// fetched by `fetch` (returning the bytes fetched), and the chunks
+    /// fetched whole, each opened in the order of the batches that first
+    /// read it. When the cache has no room for the next chunk (the chunks
+    /// it holds are all in use), it waits for one to be released, and gives
+    /// up on a chunk whose batch the consumer has reached (its decoding
+    /// thread then reads it around the cache). What fails to be fetched is
+    /// left to the decoding thread that needs it, which reports the error.
+    ///
+    /// The clips are fetched in the order the pass decodes them by
+    /// `fetchers` threads, a clip each at a time: a bounded number of
+    /// requests in flight, which a store serves roughly in the order they
+    /// came, so that the first clips of the pass arrive first (all of the
+    /// first batches' requests at once would each take as long as all of
+    /// them). The clips of a batch the consumer has passed are skipped.
+    pub(crate) fn fetch_ahead<J: Send>(
         &self,
         catalog: &Catalog,
         ahead: usize,
+        fetchers: usize,
         cancel: &AtomicBool,
-        fetch_ranges: impl Fn(usize) -> u64 + Sync,
+        clips: impl Fn(usize) -> Vec<J>,
+        fetch: impl Fn(&J) -> u64 + Sync,
     ) {
-        // The ranges of up to RANGE_BATCHES batches are fetched at once, so
-        // that the requests of a batch's last clips overlap the next
-        // batch's (no pause of the store between batches).
         std::thread::scope(|scope| {
-            let mut fetching = std::collections::VecDeque::new();
-            self.fetch_each(catalog, ahead, cancel, |k, batch| {
-                if fetching.len() >= RANGE_BATCHES {
-                    let (k, fetch): (usize, std::thread::ScopedJoinHandle<'_, u64>) =
-                        fetching.pop_front().expect("not empty");
-                    self.ranged[k].store(fetch.join().unwrap_or(0), Ordering::Relaxed);
-                }
-                let fetch_ranges = &fetch_ranges;
-                fetching.push_back((k, scope.spawn(move || fetch_ranges(batch))));
-            });
-            for (k, fetch) in fetching {
-                self.ranged[k].store(fetch.join().unwrap_or(0), Ordering::Relaxed);
+            let (jobs, queue) = crossbeam_channel::unbounded::<(usize, J)>();
+            for _ in 0..fetchers.max(1) {
+                let (queue, fetch) = (queue.clone(), &fetch);
+                scope.spawn(move || {
+                    for (k, clip) in queue {
+                        if cancel.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let next = *self.next.lock().unwrap_or_else(PoisonError::into_inner);
+                        if self.first + k < next {
+                            continue;
+                        }
+                        self.ranged[k].fetch_add(fetch(&clip), Ordering::Relaxed);
+                    }
+                });
             }
+            drop(queue);
+            self.fetch_each(catalog, ahead, cancel, |k, batch| {
+                for clip in clips(batch) {
+                    // The fetchers end with the pass, so the queue is open.
+                    let _ = jobs.send((k, clip));
+                }
+            });
         });
     }
 
