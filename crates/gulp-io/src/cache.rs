@@ -794,17 +794,26 @@ impl RangeStore {
             return Ok(0);
         }
         // One fetch of an object at a time on the node: another process
-        // (or thread) may be fetching these very ranges.
-        if let Some(parent) = self.lock.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| Error::io("making the cache directory", parent, e))?;
+        // (or thread) may be fetching these very ranges. Its directory is
+        // made when the lock file cannot be made without it.
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&self.lock)
+        };
+        let lock = match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = self.lock.parent() {
+                    fs::create_dir_all(parent)
+                        .map_err(|e| Error::io("making the cache directory", parent, e))?;
+                }
+                open()
+            }
+            opened => opened,
         }
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock)
-            .map_err(|e| Error::io("opening", &self.lock, e))?;
+        .map_err(|e| Error::io("opening", &self.lock, e))?;
         lock.lock()
             .map_err(|e| Error::io("locking", &self.lock, e))?;
         self.refresh();
@@ -1399,8 +1408,6 @@ mod tests {
             // Truncated; the right length with the wrong bytes (what a
             // power loss may leave of a file that was not synced); a range
             // without its CRC-32.
-            // Truncated, or the right length with the wrong bytes (what
-            // a power loss may leave of a file that was not synced).
             fs::write(&span, damage).expect("damage");
             let asked = Mutex::new(Vec::new());
             let got = cache
@@ -1413,6 +1420,23 @@ mod tests {
             assert_eq!(fs::read(&span).expect("span"), good);
         }
         assert_eq!(fs::read_dir(dir.path().join(PARTS)).expect("ls").count(), 0);
+        // The cache's objects removed under a store that knows its spans
+        // (a user clearing the cache): fetched again, and kept again in
+        // the directories made anew.
+        fs::remove_dir_all(dir.path().join(OBJECTS)).expect("clear");
+        let asked = Mutex::new(Vec::new());
+        let got = store
+            .read(&[100..200, 50_000..50_100], from(&object, &asked))
+            .expect("read after clearing");
+        assert_eq!(&got[0][..], &object[100..200]);
+        assert_eq!(&got[1][..], &object[50_000..50_100]);
+        assert_eq!(*asked.lock().expect("lock"), vec![100..200, 50_000..50_100]);
+        let asked = Mutex::new(Vec::new());
+        store
+            .read(&[100..200], from(&object, &asked))
+            .expect("read again");
+        assert!(asked.lock().expect("lock").is_empty());
+        assert!(store.dir.join("100-200,50000-50100").is_file());
     }
 
     #[test]
