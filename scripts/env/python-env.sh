@@ -39,6 +39,8 @@ V2_REQS=(
     "ziglang==0.17.1"
     "auditwheel==6.8.2"
     "twine==7.0.0"
+    # The event loop of the test's counting S3 proxy (scripts/ci/s3_proxy.py).
+    "uvloop==0.23.0"
 )
 
 # GulpIO v1 (cv2-based) writes with ndarray.tostring(), removed in NumPy 2.
