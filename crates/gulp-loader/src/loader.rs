@@ -587,16 +587,10 @@ impl Loader {
                 Arc::clone(&samples),
             );
             std::thread::spawn(move || {
-                // A clip's ranges go out together (gulp_io fetches up to 8
-                // at a time), four clips per decoding thread at a time: 64
-                // requests in flight for 2 threads, enough to keep a store
-                // busy (fewer starve it, measured against Garage, and more
-                // delay the first clips), at most 256.
-                let fetchers = (4 * inner.threads).clamp(4, 32);
                 schedule.fetch_ahead(
                     &inner.catalog,
                     2 * in_flight,
-                    fetchers,
+                    range_fetchers(inner.threads),
                     &cancel,
                     |batch| range_clips(&inner, &samples, epoch, batch),
                     |(item, frames)| inner.catalog.fetch_frames(item, frames).unwrap_or(0),
@@ -803,6 +797,15 @@ fn clip_frames(
         .map(|k| start + k)
         .collect();
     (rng, indices)
+}
+
+/// The prefetcher's fetching threads for `threads` decoding threads, each
+/// fetching a clip's ranges (up to 8 requests, [`gulp_io`] sends them
+/// together): four per decoding thread, 64 requests in flight for 2
+/// threads, enough to keep a store busy (fewer starved Garage, and more
+/// delayed the first clips), at most 32 threads (256 requests).
+fn range_fetchers(threads: usize) -> usize {
+    (4 * threads).clamp(4, 32)
 }
 
 /// The clips of batch `index` of the epoch's `samples` whose chunks the
