@@ -593,7 +593,10 @@ impl Loader {
                     range_fetchers(inner.threads),
                     &cancel,
                     |batch| range_clips(&inner, &samples, epoch, batch),
-                    |(item, frames)| inner.catalog.fetch_frames(item, frames).unwrap_or(0),
+                    |(item, frames)| {
+                        // A failure is the decoding thread's to report.
+                        let _ = inner.catalog.fetch_frames(item, frames);
+                    },
                 );
             })
         });
@@ -810,13 +813,14 @@ fn range_fetchers(threads: usize) -> usize {
 
 /// The clips of batch `index` of the epoch's `samples` whose chunks the
 /// pass reads by ranges, in the batch's order: each clip's item and the
-/// frames it decodes, for the prefetcher to fetch into the node cache.
+/// frames it decodes, for the prefetcher to fetch into the node cache, and
+/// the bytes of their records.
 fn range_clips(
     inner: &Inner,
     samples: &[Sample],
     epoch: u64,
     index: usize,
-) -> Vec<(Item, Vec<usize>)> {
+) -> Vec<((Item, Vec<usize>), u64)> {
     let o = &inner.options;
     let catalog = &inner.catalog;
     let from = (index * o.batch_size).min(samples.len());
@@ -828,7 +832,8 @@ fn range_clips(
                 return None;
             }
             let (_, frames) = clip_frames(o, start, end, sample, epoch);
-            Some((item, frames))
+            let bytes = frames.iter().map(|&k| catalog.frame(&item, k).length).sum();
+            Some(((item, frames), bytes))
         })
         .collect()
 }

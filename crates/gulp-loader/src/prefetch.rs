@@ -22,7 +22,8 @@ pub(crate) struct Schedule {
     first: usize,
     /// Per batch, the cached chunks it reads (each once).
     per_batch: Vec<Vec<ChunkKey>>,
-    /// Per batch, the bytes of ranges fetched for it (once fetched).
+    /// Per batch, the bytes of the ranges its clips read (counted when
+    /// they are queued for fetching).
     ranged: Vec<AtomicU64>,
     /// Per chunk, the batches still to make that read it.
     uses: Mutex<HashMap<ChunkKey, usize>>,
@@ -108,7 +109,7 @@ impl Schedule {
     }
 
     /// The bytes of the distinct chunks fetched whole that batches
-    /// `from..=to` read, and of the ranges fetched for them.
+    /// `from..=to` read, and of the ranges their clips read.
     fn held_from(&self, from: usize, to: usize) -> u64 {
         let start = from.saturating_sub(self.first);
         let end = (to + 1)
@@ -156,8 +157,8 @@ impl Schedule {
 
     /// Fetches what each batch of the pass reads, batch after batch, at
     /// most `ahead` batches beyond the consumer, until the pass ends or
-    /// `cancel` is set: the ranges of the clips `clips(batch)` lists, each
-    /// fetched by `fetch` (returning the bytes fetched), and the chunks
+    /// `cancel` is set: the ranges of the clips `clips(batch)` lists (each
+    /// with the bytes it reads), each fetched by `fetch`, and the chunks
     /// fetched whole, each opened in the order of the batches that first
     /// read it. When the cache has no room for the next chunk (the chunks
     /// it holds are all in use), it waits for one to be released, and gives
@@ -177,8 +178,8 @@ impl Schedule {
         ahead: usize,
         fetchers: usize,
         cancel: &AtomicBool,
-        clips: impl Fn(usize) -> Vec<J>,
-        fetch: impl Fn(&J) -> u64 + Sync,
+        clips: impl Fn(usize) -> Vec<(J, u64)>,
+        fetch: impl Fn(&J) + Sync,
     ) {
         std::thread::scope(|scope| {
             let (jobs, queue) = crossbeam_channel::unbounded::<(usize, J)>();
@@ -193,13 +194,16 @@ impl Schedule {
                         if self.first + k < next {
                             continue;
                         }
-                        self.ranged[k].fetch_add(fetch(&clip), Ordering::Relaxed);
+                        fetch(&clip);
                     }
                 });
             }
             drop(queue);
             self.fetch_each(catalog, ahead, cancel, |k, batch| {
-                for clip in clips(batch) {
+                // The bytes count as the clips are queued, so that the
+                // budget holds for the batches queued but not yet fetched.
+                for (clip, bytes) in clips(batch) {
+                    self.ranged[k].fetch_add(bytes, Ordering::Relaxed);
                     // The fetchers end with the pass, so the queue is open.
                     let _ = jobs.send((k, clip));
                 }
