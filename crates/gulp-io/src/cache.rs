@@ -794,25 +794,14 @@ impl RangeStore {
             return Ok(0);
         }
         // One fetch of an object at a time on the node: another process
-        // (or thread) may be fetching these very ranges. Its directory is
-        // made when the lock file cannot be made without it.
-        let open = || {
+        // (or thread) may be fetching these very ranges.
+        let lock = in_dir(self.lock.parent(), || {
             OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
                 .open(&self.lock)
-        };
-        let lock = match open() {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(parent) = self.lock.parent() {
-                    fs::create_dir_all(parent)
-                        .map_err(|e| Error::io("making the cache directory", parent, e))?;
-                }
-                open()
-            }
-            opened => opened,
-        }
+        })
         .map_err(|e| Error::io("opening", &self.lock, e))?;
         lock.lock()
             .map_err(|e| Error::io("locking", &self.lock, e))?;
@@ -880,19 +869,11 @@ impl RangeStore {
                 .collect();
             // Not synced: the CRC-32s are checked at each read. The part is
             // new (at offset 0): its CRC-32s, then the bytes, as they came.
-            // The directory is made by the first file (or again, if it was
-            // removed since).
             let path = self.dir.join(&name);
             let done = std::iter::once(&crcs[..])
                 .chain(got.iter().map(AsRef::as_ref))
                 .try_for_each(|b| part.write_all(b))
-                .and_then(|()| match fs::rename(&part_path, &path) {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        fs::create_dir_all(&self.dir)?;
-                        fs::rename(&part_path, &path)
-                    }
-                    done => done,
-                });
+                .and_then(|()| in_dir(Some(&self.dir), || fs::rename(&part_path, &path)));
             match done {
                 Ok(()) => kept.extend(Span::parse(&name).unwrap_or_default()),
                 Err(e) => {
@@ -1053,6 +1034,19 @@ impl RangeStore {
             }
         }
         Ok(given)
+    }
+}
+
+/// `op` (a file made in `dir`), and once more after making `dir` if it
+/// failed for want of it: the cache's directories are made by their first
+/// file (or again, if they were removed since), not checked before each.
+fn in_dir<T>(dir: Option<&Path>, op: impl Fn() -> std::io::Result<T>) -> std::io::Result<T> {
+    match (op(), dir) {
+        (Err(e), Some(dir)) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir)?;
+            op()
+        }
+        (done, _) => done,
     }
 }
 
