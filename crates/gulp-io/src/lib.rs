@@ -44,6 +44,8 @@ mod error;
 mod index_file;
 mod labels;
 mod mmap;
+#[cfg(feature = "s3")]
+mod quick_ack;
 mod reader;
 mod recover;
 #[cfg(feature = "s3")]

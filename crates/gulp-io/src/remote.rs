@@ -158,9 +158,21 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
             );
     // Path-style requests (`endpoint/bucket/key`) where an endpoint is
     // given: what S3-compatible servers on one host name expect.
-    if std::env::var_os("AWS_ENDPOINT_URL").is_some() || std::env::var_os("AWS_ENDPOINT").is_some()
-    {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL")
+        .or_else(|_| std::env::var("AWS_ENDPOINT"))
+        .ok();
+    if endpoint.is_some() {
         builder = builder.with_virtual_hosted_style_request(false);
+    }
+    // A plain-HTTP endpoint gets the client that acknowledges at once
+    // (src/quick_ack.rs); GULP_S3_HTTP=reqwest keeps object_store's own.
+    if crate::quick_ack::wanted(endpoint.as_deref())
+        && std::env::var("GULP_S3_HTTP").map_or(true, |v| v.trim() != "reqwest")
+    {
+        builder = builder.with_http_connector(crate::quick_ack::QuickAckConnector {
+            connect_timeout: Duration::from_secs(5),
+            timeout: timeout(),
+        });
     }
     let store = builder
         .build()
