@@ -93,6 +93,29 @@ def copies(src: Path, out: Path, k: int) -> None:
         shutil.copy(labels, out / "label2idx.json")
 
 
+def start_garage(state: Path, block_size: int | None) -> int:
+    """Starts Garage in `state` (scripts/env/garage.sh), sets this process's
+    AWS_* variables and GULP_S3_BUCKET for it, and returns its pid."""
+    env = dict(os.environ)
+    if block_size:
+        env["GULP_GARAGE_BLOCK_SIZE"] = str(block_size)
+    env_text = subprocess.run(
+        [str(ROOT / "scripts" / "env" / "garage.sh"), "start", str(state)],
+        check=True, capture_output=True, text=True, env=env).stdout
+    for line in env_text.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        os.environ[key] = value
+    return int((state / "garage.pid").read_text())
+
+
+def upload(local: Path, url: str) -> None:
+    """The files of `local` to the prefix `url` (the s3_put example)."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-io", "--example",
+                    "s3_put"], check=True, cwd=ROOT)
+    subprocess.run([str(ROOT / "target" / "release" / "examples" / "s3_put"), str(local), url],
+                   check=True)
+
+
 class Proxy:
     def __init__(self, upstream: str) -> None:
         self.process = subprocess.Popen(
@@ -157,16 +180,7 @@ def main() -> int:
     garage_state = work / "garage"
     try:
         if args.server_pid is None:
-            env = dict(os.environ)
-            if args.block_size:
-                env["GULP_GARAGE_BLOCK_SIZE"] = str(args.block_size)
-            env_text = subprocess.run(
-                [str(ROOT / "scripts" / "env" / "garage.sh"), "start", str(garage_state)],
-                check=True, capture_output=True, text=True, env=env).stdout
-            for line in env_text.splitlines():
-                key, _, value = line.removeprefix("export ").partition("=")
-                os.environ[key] = value
-            garage_pid = int((garage_state / "garage.pid").read_text())
+            garage_pid = start_garage(garage_state, args.block_size)
         else:
             garage_pid = args.server_pid
         proxy = Proxy(os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1])
@@ -183,10 +197,7 @@ def main() -> int:
         meta = sum(p.stat().st_size for p in local.glob("meta_*.gmeta"))
         chunks = len(list(local.glob("data_*.gulp")))
         url = f"s3://{os.environ['GULP_S3_BUCKET']}/bench"
-        put = ROOT / "target" / "release" / "examples" / "s3_put"
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-io", "--example",
-                        "s3_put"], check=True, cwd=ROOT)
-        subprocess.run([str(put), str(local), url], check=True)
+        upload(local, url)
         garage_url = os.environ["AWS_ENDPOINT_URL"]
         os.environ["AWS_ENDPOINT_URL"] = proxy.url
         here = gulp.GulpDirectory(str(local))
