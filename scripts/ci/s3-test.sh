@@ -4,7 +4,8 @@
 # local copy does (`gulp dump-meta`, `extract`, `bench`, the loader, Python's
 # GulpDirectory, gulp serve), the loader needs at most 2 requests per clip of
 # consecutive frames, and wrong credentials, a missing bucket, an
-# unreachable endpoint and a truncated object are clear errors naming the
+# unreachable endpoint, a plain-HTTP endpoint without AWS_ALLOW_HTTP and a
+# truncated object are clear errors naming the
 # URL (exit 2, no panic). Part of scripts/test.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -252,6 +253,10 @@ expect_error "wrong credentials" "$url" -- env AWS_SECRET_ACCESS_KEY=wrong "$GUL
 expect_error "missing bucket" "s3://no-such-bucket/x" -- "$GULP" dump-meta "s3://no-such-bucket/x"
 [ "$(status_of "$GULP" dump-meta "s3://no-such-bucket/x")" = 2 ] || fail "exit status"
 expect_error "unreachable endpoint" "$url" -- env AWS_ENDPOINT_URL=http://127.0.0.1:9 "$GULP" dump-meta "$url"
+# Plain HTTP only where AWS_ALLOW_HTTP allows it, whichever HTTP client.
+expect_error "plain HTTP not allowed" "URL scheme is not allowed" -- env AWS_ALLOW_HTTP= "$GULP" dump-meta "$url"
+expect_error "plain HTTP not allowed (reqwest)" "URL scheme is not allowed" -- \
+    env AWS_ALLOW_HTTP= GULP_S3_HTTP=reqwest "$GULP" dump-meta "$url"
 [ "$(status_of env AWS_ENDPOINT_URL=http://127.0.0.1:9 "$GULP" dump-meta "$url")" = 2 ] || fail "exit status"
 "$PUT" "$local_dir" "s3://$GULP_S3_BUCKET/datasets/truncated" --truncate data_1.gulp:3000
 expect_error "truncated object" "s3://$GULP_S3_BUCKET/datasets/truncated/data_1.gulp" -- \

@@ -142,20 +142,19 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
         retry_timeout: Duration::from_secs(30),
         ..RetryConfig::default()
     };
-    let mut builder =
-        AmazonS3Builder::from_env()
-            .with_bucket_name(name)
-            .with_retry(retry)
-            .with_client_options(
-                // (Replaces the client options `from_env` read: AWS_ALLOW_HTTP
-                // is read again here.)
-                ClientOptions::new()
-                    .with_allow_http(std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| {
-                        matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes")
-                    }))
-                    .with_connect_timeout(Duration::from_secs(5))
-                    .with_timeout(timeout()),
-            );
+    let allow_http = std::env::var("AWS_ALLOW_HTTP")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(name)
+        .with_retry(retry)
+        .with_client_options(
+            // (Replaces the client options `from_env` read: AWS_ALLOW_HTTP
+            // is read again here.)
+            ClientOptions::new()
+                .with_allow_http(allow_http)
+                .with_connect_timeout(Duration::from_secs(5))
+                .with_timeout(timeout()),
+        );
     // Path-style requests (`endpoint/bucket/key`) where an endpoint is
     // given: what S3-compatible servers on one host name expect.
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
@@ -164,9 +163,12 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
     if endpoint.is_some() {
         builder = builder.with_virtual_hosted_style_request(false);
     }
-    // A plain-HTTP endpoint gets the client that acknowledges at once
-    // (src/quick_ack.rs); GULP_S3_HTTP=reqwest keeps object_store's own.
-    if crate::quick_ack::wanted(endpoint.as_deref())
+    // A plain-HTTP endpoint, where AWS_ALLOW_HTTP allows one, gets the
+    // client that acknowledges at once (src/quick_ack.rs); without it,
+    // reqwest refuses the endpoint as before. GULP_S3_HTTP=reqwest keeps
+    // object_store's own client.
+    if allow_http
+        && crate::quick_ack::wanted(endpoint.as_deref())
         && std::env::var("GULP_S3_HTTP").map_or(true, |v| v.trim() != "reqwest")
     {
         builder = builder.with_http_connector(crate::quick_ack::QuickAckConnector {
