@@ -13,8 +13,10 @@
 //! same parts (hyper's pooled HTTP/1.1 client, `object_store`'s
 //! [`HttpService`]) and keeps its behaviour: the connect timeout, a deadline
 //! for the whole response (head and body), keep-alive, and the kinds of error
-//! that `object_store` retries. HTTPS endpoints, and any endpoint while an
-//! HTTP proxy is configured, use reqwest as before.
+//! that `object_store` retries. It serves plain HTTP only where
+//! `AWS_ALLOW_HTTP` allows it (elsewhere reqwest refuses the endpoint, as
+//! before); HTTPS endpoints, and any endpoint while an HTTP proxy is
+//! configured, use reqwest.
 
 use std::io;
 use std::pin::Pin;
@@ -38,6 +40,7 @@ use tokio::time::{Instant, Sleep};
 
 /// Whether requests to `endpoint` go through this client: a plain-HTTP
 /// endpoint, and no HTTP proxy in the environment (reqwest honours one).
+/// The caller checks `AWS_ALLOW_HTTP` first.
 pub(crate) fn wanted(endpoint: Option<&str>) -> bool {
     let proxied = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
         .iter()
