@@ -108,6 +108,30 @@ def start_garage(state: Path, block_size: int | None) -> int:
     return int((state / "garage.pid").read_text())
 
 
+def server_options(parser: argparse.ArgumentParser, server_core_help: str) -> None:
+    """--block-size (Garage's) and --server-core."""
+    parser.add_argument("--block-size", type=int,
+                        help="Garage's block_size in bytes (default: Garage's, 1 MiB)")
+    parser.add_argument("--server-core", action="store_true", help=server_core_help)
+
+
+def server_cores(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """This process's cores, checked against --server-core."""
+    cores = sorted(os.sched_getaffinity(0))
+    if args.server_core and len(cores) < 2:
+        parser.error("--server-core needs at least 2 cores")
+    return cores
+
+
+def pin_server(pids: list[int], cores: list[int]) -> None:
+    """Every thread of `pids` on the last of `cores` (those they start later
+    inherit it), then this process on the others, before it starts any."""
+    for pid in pids:
+        subprocess.run(["taskset", "-a", "-p", "-c", str(cores[-1]), str(pid)],
+                       check=True, capture_output=True)
+    os.sched_setaffinity(0, cores[:-1])
+
+
 def upload(local: Path, url: str) -> None:
     """The files of `local` to the prefix `url` (the s3_put example)."""
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-io", "--example",
@@ -162,16 +186,11 @@ def main() -> int:
     parser.add_argument("--server-pid", type=int,
                         help="use the S3 server the AWS_* variables and GULP_S3_BUCKET name (its "
                              "process for the CPU column) instead of starting Garage")
-    parser.add_argument("--block-size", type=int,
-                        help="Garage's block_size in bytes (default: Garage's, 1 MiB)")
     parser.add_argument("--cache-root", type=Path,
                         help="the node caches here (default: the run's temporary directory)")
-    parser.add_argument("--server-core", action="store_true",
-                        help="the server and the proxy on the last core, the loader on the others")
+    server_options(parser, "the server and the proxy on the last core, the loader on the others")
     args = parser.parse_args()
-    cores = sorted(os.sched_getaffinity(0))
-    if args.server_core and len(cores) < 2:
-        parser.error("--server-core needs at least 2 cores")
+    cores = server_cores(parser, args)
     import gulp
 
     work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3."))
@@ -185,12 +204,7 @@ def main() -> int:
             garage_pid = args.server_pid
         proxy = Proxy(os.environ["AWS_ENDPOINT_URL"].split("://", 1)[1])
         if args.server_core:
-            # Every thread of the server and the proxy (those they start
-            # later inherit it), then this process before it starts any.
-            for pid in (garage_pid, proxy.process.pid):
-                subprocess.run(["taskset", "-a", "-p", "-c", str(cores[-1]), str(pid)],
-                               check=True, capture_output=True)
-            os.sched_setaffinity(0, cores[:-1])
+            pin_server([garage_pid, proxy.process.pid], cores)
         local = work / "data"
         copies(args.dir, local, args.copies)
         data = sum(p.stat().st_size for p in local.glob("data_*.gulp"))

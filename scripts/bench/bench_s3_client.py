@@ -38,7 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_s3 import PIPELINE, ROOT, copies, start_garage, upload
+from bench_s3 import (PIPELINE, ROOT, copies, pin_server, server_cores, server_options,
+                      start_garage, upload)
 from timing import logger
 
 log = logger("bench_s3_client")
@@ -77,21 +78,14 @@ def main() -> int:
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--block-size", type=int,
-                        help="Garage's block_size in bytes (default: Garage's, 1 MiB)")
-    parser.add_argument("--server-core", action="store_true",
-                        help="Garage on the last core, the readers on the others")
+    server_options(parser, "Garage on the last core, the readers on the others")
     args = parser.parse_args()
-    cores = sorted(os.sched_getaffinity(0))
-    if args.server_core and len(cores) < 2:
-        parser.error("--server-core needs at least 2 cores")
+    cores = server_cores(parser, args)
     work = Path(tempfile.mkdtemp(prefix="gulp-bench-s3-client."))
     try:
         garage_pid = start_garage(work / "garage", args.block_size)
         if args.server_core:
-            subprocess.run(["taskset", "-a", "-p", "-c", str(cores[-1]), str(garage_pid)],
-                           check=True, capture_output=True)
-            os.sched_setaffinity(0, cores[:-1])
+            pin_server([garage_pid], cores)
         local = work / "data"
         copies(args.dir, local, args.copies)
         url = f"s3://{os.environ['GULP_S3_BUCKET']}/bench"
