@@ -82,6 +82,9 @@ fn retries() -> usize {
         .unwrap_or(4)
 }
 
+/// The longest a connection may take to open, for either client.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The longest a request may take, from `GULP_S3_TIMEOUT` in seconds
 /// (default 120): a response slower than this fails and is retried.
 fn timeout() -> Duration {
@@ -142,6 +145,7 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
         retry_timeout: Duration::from_secs(30),
         ..RetryConfig::default()
     };
+    let timeout = timeout();
     let allow_http = std::env::var("AWS_ALLOW_HTTP")
         .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
     let mut builder = AmazonS3Builder::from_env()
@@ -152,8 +156,8 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
             // is read again here.)
             ClientOptions::new()
                 .with_allow_http(allow_http)
-                .with_connect_timeout(Duration::from_secs(5))
-                .with_timeout(timeout()),
+                .with_connect_timeout(CONNECT_TIMEOUT)
+                .with_timeout(timeout),
         );
     // Path-style requests (`endpoint/bucket/key`) where an endpoint is
     // given: what S3-compatible servers on one host name expect.
@@ -172,8 +176,8 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
         && std::env::var("GULP_S3_HTTP").map_or(true, |v| v.trim() != "reqwest")
     {
         builder = builder.with_http_connector(crate::quick_ack::QuickAckConnector {
-            connect_timeout: Duration::from_secs(5),
-            timeout: timeout(),
+            connect_timeout: CONNECT_TIMEOUT,
+            timeout,
         });
     }
     let store = builder
