@@ -38,14 +38,20 @@ use object_store::{ClientOptions, client::HttpConnector as StoreConnector};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
-/// Whether requests to `endpoint` go through this client: a plain-HTTP
-/// endpoint, and no HTTP proxy in the environment (reqwest honours one).
-/// The caller checks `AWS_ALLOW_HTTP` first.
-pub(crate) fn wanted(endpoint: Option<&str>) -> bool {
+/// Whether a bucket's requests to `endpoint` go through this client: a
+/// plain-HTTP endpoint that `AWS_ALLOW_HTTP` allows (`allow_http`; without
+/// it reqwest refuses the endpoint), no HTTP proxy in the environment
+/// (reqwest honours one), and `GULP_S3_HTTP` not `reqwest` (which keeps
+/// `object_store`'s own client).
+pub(crate) fn wanted(allow_http: bool, endpoint: Option<&str>) -> bool {
     let proxied = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
-    !proxied && endpoint.is_some_and(|e| e.trim().to_ascii_lowercase().starts_with("http://"))
+    let reqwest = std::env::var("GULP_S3_HTTP").is_ok_and(|v| v.trim() == "reqwest");
+    allow_http
+        && !proxied
+        && !reqwest
+        && endpoint.is_some_and(|e| e.trim().to_ascii_lowercase().starts_with("http://"))
 }
 
 /// Makes the [`QuickAckClient`] of a bucket (`object_store` asks for one

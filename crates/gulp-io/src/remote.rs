@@ -167,14 +167,9 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
     if endpoint.is_some() {
         builder = builder.with_virtual_hosted_style_request(false);
     }
-    // A plain-HTTP endpoint, where AWS_ALLOW_HTTP allows one, gets the
-    // client that acknowledges at once (src/quick_ack.rs); without it,
-    // reqwest refuses the endpoint as before. GULP_S3_HTTP=reqwest keeps
-    // object_store's own client.
-    if allow_http
-        && crate::quick_ack::wanted(endpoint.as_deref())
-        && std::env::var("GULP_S3_HTTP").map_or(true, |v| v.trim() != "reqwest")
-    {
+    // A plain-HTTP endpoint gets the client that acknowledges at once
+    // (src/quick_ack.rs, which says when).
+    if crate::quick_ack::wanted(allow_http, endpoint.as_deref()) {
         builder = builder.with_http_connector(crate::quick_ack::QuickAckConnector {
             connect_timeout: CONNECT_TIMEOUT,
             timeout,
