@@ -24,7 +24,7 @@ pub(crate) fn read_index(bytes: &[u8]) -> Result<crate::index::MetaIndex> {
     read::Parser::new(bytes).index()
 }
 
-/// Parses one item's `{frame_info, meta_data}` object, which must fill
+/// Parses one item's `{frame_info, meta_data, ...}` object, which must fill
 /// `bytes` (an [`ItemSpan`](crate::ItemSpan) of its meta file); offsets in
 /// errors are from the object's start.
 pub(crate) fn read_item(id: &str, bytes: &[u8]) -> Result<crate::meta::ItemMeta> {
@@ -44,6 +44,7 @@ impl Serializer for JsonSerializer {
     }
 
     fn write_meta(&self, meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
+        meta.check_media()?;
         write::write_chunk_meta(meta, out);
         Ok(())
     }

@@ -46,6 +46,7 @@ mod error;
 mod index;
 mod json;
 mod layout;
+mod media;
 mod meta;
 mod meta_data;
 mod msgpack;
@@ -63,6 +64,10 @@ pub use crate::json::JsonSerializer;
 pub use crate::layout::{
     ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX, PAD_BYTE,
     RECORD_ALIGN, TEMP_PREFIX, data_file_name, meta_file_name, pad_len, parse_chunk_file_name,
+};
+pub use crate::media::{
+    AUDIO_KEY, Audio, AudioCodec, AudioTrack, FRAME_TIMES_KEY, FrameTimes, MAX_CHANNELS,
+    MAX_SAMPLE_RATE,
 };
 pub use crate::meta::{ChunkMeta, ItemMeta};
 pub use crate::meta_data::MetaData;

@@ -3,6 +3,7 @@
 use indexmap::IndexMap;
 
 use crate::layout::FrameInfo;
+use crate::media::{Audio, FrameTimes};
 use crate::meta_data::MetaData;
 use crate::value::{Map, Value};
 
@@ -20,12 +21,35 @@ pub struct ItemMeta {
     /// Named per-item metalayers (msgpack meta only), e.g. frame shapes, in the
     /// manner of Caterva's metalayers. Not part of the JSON meta.
     pub metalayers: Map,
+    /// Each frame's presentation time, when the ingest recorded them
+    /// (`docs/format.md` §8.1; both formats).
+    pub frame_times: Option<FrameTimes>,
+    /// The item's sound, when its ingest kept sound (§8.2; both formats).
+    pub audio: Option<Audio>,
 }
 
 impl ItemMeta {
     /// The `meta_data` entry readers see: the first one, as in gulpio2.
     pub fn first_meta_data(&self) -> Option<&Value> {
         self.meta_data.first()
+    }
+
+    /// The audio track, if the item has one.
+    pub fn audio_track(&self) -> Option<&crate::media::AudioTrack> {
+        self.audio.as_ref().and_then(Audio::track)
+    }
+
+    /// What keeps this item from being written: frame times whose count
+    /// is not the frame count.
+    pub fn media_problem(&self) -> Option<String> {
+        match &self.frame_times {
+            Some(FrameTimes::List(t)) if t.len() != self.frame_info.len() => Some(format!(
+                "{} frame_times for {} frames",
+                t.len(),
+                self.frame_info.len()
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -143,12 +167,24 @@ impl ChunkMeta {
             .and_then(FrameInfo::end)
     }
 
-    /// The largest `loc + length` over every record (0 for no records), i.e.
+    /// Refuses a meta that would not read back: an item whose frame times
+    /// are not one per frame.
+    pub(crate) fn check_media(&self) -> crate::Result<()> {
+        for (id, item) in self.iter() {
+            if let Some(problem) = item.media_problem() {
+                return Err(crate::ErrorKind::Unrepresentable(format!("item {id:?}: {problem}")).into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest `loc + length` over every record, frames and audio (0 for
+    /// no records), i.e.
     /// the data file size the meta needs; `None` on overflow.
     pub fn data_extent(&self) -> Option<u64> {
         let mut extent = 0u64;
         for item in self.items.values() {
-            for fi in &item.frame_info {
+            for fi in item.frame_info.iter().chain(item.audio_track().map(|t| &t.record)) {
                 extent = extent.max(fi.end()?);
             }
         }

@@ -30,6 +30,7 @@
 //! ```
 
 pub mod adapters;
+pub mod cut;
 mod dataset;
 mod error;
 pub mod ffmpeg;

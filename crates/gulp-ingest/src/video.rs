@@ -100,6 +100,261 @@ pub fn decode_video(
     Ok(message)
 }
 
+/// How much earlier than asked a timed decode starts, so that the frame on
+/// screen at the asked time (shown before it) is decoded too.
+const SEEK_MARGIN_S: f64 = 1.0;
+
+/// The sound a timed decode is asked for: resampled and mixed by ffmpeg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AudioRequest {
+    /// Samples per second.
+    pub sample_rate: u32,
+    /// Channels (1: mono, mixed down).
+    pub channels: u16,
+}
+
+/// The sound a timed decode gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AudioOut {
+    /// Interleaved signed 16-bit little-endian samples; sample 0 is at the
+    /// decode's [`TimedDecode::start`] (silence before the sound starts).
+    Samples(Vec<u8>),
+    /// The source has no sound ffmpeg can decode; why.
+    NoTrack(String),
+}
+
+/// What a timed decode gave besides its frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedDecode {
+    /// The source time decoding started at.
+    pub start: f64,
+    /// The time just past the last frame: its time plus its duration.
+    pub end: f64,
+    /// What ffmpeg printed at its "error" level although it succeeded.
+    pub warning: Option<String>,
+    /// The sound, when asked for.
+    pub audio: Option<AudioOut>,
+}
+
+/// Decodes `path` from `from` seconds (a little earlier, see
+/// [`SEEK_MARGIN_S`]) for `duration` seconds (to the end when `None`)
+/// with one ffmpeg, giving `sink` every frame with its presentation time in
+/// seconds of the source, in order. The frames are the source's own (no
+/// frame is dropped or repeated for a rate): YUV 4:2:0 on one pipe, their
+/// times on another (ffmpeg's `framecrc` of the same frames), and the sound
+/// on a third when asked for (resampled by ffmpeg, its first sample at the
+/// decode's start).
+///
+/// A source without sound, or whose sound ffmpeg cannot decode, is decoded
+/// again without it ([`AudioOut::NoTrack`] says why); `restart` is called
+/// before, so that the caller drops what the first attempt gave.
+pub fn decode_timed(
+    path: &Path,
+    from: f64,
+    duration: Option<f64>,
+    threads: Option<NonZeroU32>,
+    audio: Option<AudioRequest>,
+    sink: &mut dyn FnMut(Yuv420, f64) -> Result<(), ItemError>,
+    restart: &mut dyn FnMut(),
+) -> Result<TimedDecode, ItemError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(ItemError::at(path, "not a file")),
+        Err(e) => return Err(ItemError::at(path, format!("cannot open video: {e}"))),
+    }
+    let seek = (from - SEEK_MARGIN_S).max(0.0);
+    let duration = duration.map(|d| d + (from - seek));
+    match timed_once(path, seek, duration, threads, audio, sink) {
+        Ok(done) => Ok(done),
+        Err(e) if audio.is_some() && !e.fatal => {
+            restart();
+            let mut done = timed_once(path, seek, duration, threads, None, sink)?;
+            let why = e.reason.strip_prefix("ffmpeg failed").map_or(&*e.reason, str::trim_start);
+            done.audio = Some(AudioOut::NoTrack(if why.contains("matches no streams") {
+                "no audio stream".into()
+            } else {
+                format!("its sound could not be decoded: {why}")
+            }));
+            Ok(done)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn timed_once(
+    path: &Path,
+    seek: f64,
+    duration: Option<f64>,
+    threads: Option<NonZeroU32>,
+    audio: Option<AudioRequest>,
+    sink: &mut dyn FnMut(Yuv420, f64) -> Result<(), ItemError>,
+) -> Result<TimedDecode, ItemError> {
+    let ffmpeg = ffmpeg::binary().map_err(|e| ItemError::new(e).fatal())?;
+    let dir = tempfile::Builder::new()
+        .prefix("gulp-ffmpeg-")
+        .tempdir()
+        .map_err(|e| ItemError::new(format!("making a folder for ffmpeg's pipes: {e}")).fatal())?;
+    let outputs = if audio.is_some() { 3 } else { 2 };
+    let (fifos, mut readers, keepers) = open_fifos(dir.path(), outputs)
+        .ok_or_else(|| ItemError::new("cannot make ffmpeg's pipes").fatal())?;
+    let mut cmd = Command::new(&ffmpeg);
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
+    if let Some(n) = threads {
+        cmd.arg("-threads").arg(n.to_string());
+    }
+    if seek > 0.0 {
+        cmd.arg("-ss").arg(format!("{seek}"));
+    }
+    if let Some(d) = duration {
+        cmd.arg("-t").arg(format!("{d}"));
+    }
+    cmd.arg("-i").arg(path);
+    // The times first: ffmpeg writes an output's packet of a frame before
+    // the next output's, so a frame's time is there when its pixels are.
+    cmd.args(["-map", "0:V:0", "-an", "-sn", "-c:v", "wrapped_avframe"]);
+    cmd.args(["-enc_time_base", "-1", "-flush_packets", "1", "-f", "framecrc"]);
+    cmd.arg(file_url(&fifos[0]));
+    cmd.args(["-map", "0:V:0", "-an", "-sn", "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe"]);
+    cmd.arg(file_url(&fifos[1]));
+    if let Some(a) = audio {
+        cmd.args(["-map", "0:a:0", "-vn", "-sn", "-af", "aresample=async=1:first_pts=0"]);
+        cmd.arg("-ac").arg(a.channels.to_string());
+        cmd.arg("-ar").arg(a.sample_rate.to_string());
+        cmd.args(["-c:a", "pcm_s16le", "-f", "s16le"]);
+        cmd.arg(file_url(&fifos[2]));
+    }
+    // Every frame as the source has it: none dropped or repeated.
+    cmd.args(["-vsync", "passthrough"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ItemError::new(format!("cannot start {}: {e}", ffmpeg.display())).fatal())?;
+    let stderr = collect_stderr(&mut child);
+    let audio_stream = (audio.is_some()).then(|| readers.pop()).flatten();
+    let frames_stream = readers.pop();
+    let times_stream = readers.pop();
+    let (tx, rx) = crossbeam_channel::unbounded::<(f64, f64)>();
+    let result = thread::scope(|scope| {
+        let times_reader = times_stream.map(|stream| {
+            scope.spawn(move || read_framecrc(stream, &tx))
+        });
+        let audio_reader = audio_stream.map(|mut stream| {
+            scope.spawn(move || {
+                let mut bytes = Vec::new();
+                stream.read_to_end(&mut bytes).map(|_| bytes)
+            })
+        });
+        let mut last: Option<(f64, f64)> = None;
+        let read = match frames_stream {
+            Some(stream) => read_stream(stream, &mut |frame| {
+                let (pts, dur) = rx.recv().map_err(|_| {
+                    ItemError::new("ffmpeg gave a frame without its time")
+                })?;
+                last = Some((pts, dur));
+                sink(frame, seek + pts)
+            }),
+            None => Err(ItemError::new("no pipe for the frames")),
+        };
+        if read.is_err() {
+            let _ = child.kill();
+        }
+        let status = child.wait();
+        drop(keepers);
+        let times = times_reader.map(|h| h.join().unwrap_or_else(|_| Err("its reader panicked".into())));
+        let sound = audio_reader.map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("panicked"))));
+        (read, status, times, sound, last)
+    });
+    let (read, status, times, sound, last) = result;
+    let message = stderr_text(stderr);
+    let frames = read.map_err(|e| match &message {
+        Some(m) if e.path.is_none() => ItemError::at(path, format!("{}; ffmpeg: {m}", e.reason)),
+        _ => e,
+    })?;
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            let message = message.as_deref().unwrap_or("no message");
+            return Err(ItemError::at(path, format!("ffmpeg failed ({s}): {message}")));
+        }
+        Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
+    }
+    if let Some(Err(e)) = times {
+        return Err(ItemError::at(path, format!("reading the frames' times from ffmpeg: {e}")));
+    }
+    let Some((pts, dur)) = last.filter(|_| frames > 0) else {
+        return Err(ItemError::at(
+            path,
+            match message {
+                Some(m) => format!("no frames decoded; ffmpeg: {m}"),
+                None => "no frames decoded in the span".into(),
+            },
+        ));
+    };
+    let audio = match sound {
+        None => None,
+        Some(Ok(bytes)) => Some(AudioOut::Samples(bytes)),
+        Some(Err(e)) => {
+            return Err(ItemError::at(path, format!("reading the sound from ffmpeg: {e}")));
+        }
+    };
+    Ok(TimedDecode {
+        start: seek,
+        end: seek + pts + dur,
+        warning: message,
+        audio,
+    })
+}
+
+/// `file:PATH`, so that ffmpeg takes the path as a file whatever it holds.
+fn file_url(path: &Path) -> OsString {
+    let mut url = OsString::from("file:");
+    url.push(path);
+    url
+}
+
+/// Reads ffmpeg's `framecrc` output (`#tb 0: N/D`, then a line `0, dts,
+/// pts, duration, size, crc` per frame), sending each frame's time and
+/// duration in seconds.
+fn read_framecrc(
+    stream: File,
+    tx: &crossbeam_channel::Sender<(f64, f64)>,
+) -> Result<(), String> {
+    let mut time_base: Option<f64> = None;
+    for line in BufReader::new(stream).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        if let Some(tb) = line.strip_prefix("#tb 0:") {
+            let (n, d) = tb.trim().split_once('/').ok_or("bad #tb line")?;
+            let (n, d): (f64, f64) = (
+                n.trim().parse().map_err(|_| "bad #tb line")?,
+                d.trim().parse().map_err(|_| "bad #tb line")?,
+            );
+            if !(n > 0.0 && d > 0.0) {
+                return Err(format!("time base {n}/{d}"));
+            }
+            time_base = Some(n / d);
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let tb = time_base.ok_or("a frame before the time base")?;
+        let mut fields = line.split(',').map(str::trim);
+        let (_, _, pts, dur) = (fields.next(), fields.next(), fields.next(), fields.next());
+        let num = |f: Option<&str>| f.and_then(|s| s.parse::<i64>().ok());
+        let (Some(pts), Some(dur)) = (num(pts), num(dur)) else {
+            return Err(format!("bad framecrc line {line:?}"));
+        };
+        #[allow(clippy::cast_precision_loss)] // timestamps far below 2^53
+        let times = (pts as f64 * tb, dur.max(0) as f64 * tb);
+        if tx.send(times).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// An input and its decoding threads, the same for one video and a batch.
 fn input_args(cmd: &mut Command, path: &Path, threads: Option<NonZeroU32>) {
     if let Some(n) = threads {

@@ -20,8 +20,9 @@ use std::sync::Arc;
 
 use crate::{ChunkReader, ColorMode, FrameDecoder, Image, ReadMode, decode_batch, decode_jpeg};
 use gulp_format::{
-    ChunkFile, ChunkMeta, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX,
-    PAD_BYTE, TEMP_PREFIX, data_file_name, meta_file_name, parse_chunk_file_name, read_meta,
+    AudioTrack, ChunkFile, ChunkMeta, DATA_EXTENSION, DATA_PREFIX, FrameInfo, ItemMeta,
+    META_EXTENSION, META_PREFIX, PAD_BYTE, TEMP_PREFIX, Value, data_file_name, meta_file_name,
+    parse_chunk_file_name, read_meta,
 };
 use serde::Serialize;
 
@@ -85,6 +86,9 @@ pub enum ProblemKind {
     SizeMismatch,
     /// A frame the JPEG decoder rejects (`--decode`).
     Decode,
+    /// A frame time outside the item's own span (the `start`/`end` of a
+    /// clip's meta, in seconds).
+    FrameTimes,
     /// The directory's index file (`gulp_index.bin`): a note when it is
     /// stale or damaged (never used then, and rebuilt on the next open); a
     /// problem when it passes every check that opening makes yet differs
@@ -375,12 +379,22 @@ struct ToDecode<'a> {
     jpeg: Cow<'a, [u8]>,
 }
 
+/// How far a frame time may stray from its item's span: the rounding of
+/// a time base (a microsecond is finer than any of ffmpeg's).
+const TIME_SLACK: f64 = 1e-6;
+
 /// A record's place in the data file, for the overlap check.
 struct Span<'a> {
     start: u64,
     end: u64,
     id: &'a str,
-    frame: usize,
+    /// The frame, or `None` for the item's audio record.
+    frame: Option<usize>,
+}
+
+/// "frame K" or "audio", for messages about a [`Span`].
+fn record_name(frame: Option<usize>) -> String {
+    frame.map_or_else(|| "audio".to_owned(), |k| format!("frame {k}"))
 }
 
 struct ChunkChecker<'r> {
@@ -547,6 +561,10 @@ impl ChunkChecker<'_> {
                     });
                 }
             }
+            if let Some(track) = item.audio_track() {
+                self.check_audio(reader, id, track, &mut spans);
+            }
+            self.check_times(id, item);
             if !self.options.decode {
                 (self.progress)(item.frame_info.len() as u64);
             }
@@ -556,7 +574,8 @@ impl ChunkChecker<'_> {
         // gulpio2's check 3, done right: the data file ends where the last
         // record (by position, not by meta order) ends.
         let extent = spans.iter().map(|s| s.end).max().unwrap_or(0);
-        if data_len > extent && spans.len() == meta.n_frames() {
+        let records = meta.n_frames() + meta.iter().filter(|(_, i)| i.audio_track().is_some()).count();
+        if data_len > extent && spans.len() == records {
             let problem = Problem {
                 kind: ProblemKind::SizeMismatch,
                 file: self.data_path.to_owned(),
@@ -612,7 +631,7 @@ impl ChunkChecker<'_> {
             start: fi.loc,
             end,
             id,
-            frame: k,
+            frame: Some(k),
         });
         // The whole record, pad included: a record is a multiple of 4 bytes,
         // so it reads as a pad-less frame.
@@ -667,6 +686,108 @@ impl ChunkChecker<'_> {
         })
     }
 
+    /// Checks an item's audio record as a frame's: its place, its pad, and
+    /// its bytes against the CRC-32 the meta holds (always, in both
+    /// formats).
+    fn check_audio<'m>(
+        &mut self,
+        reader: &'m ChunkReader,
+        id: &'m str,
+        track: &AudioTrack,
+        spans: &mut Vec<Span<'m>>,
+    ) {
+        let fi = track.record;
+        let data_path = self.data_path;
+        let at = |kind, message: String| Problem {
+            kind,
+            file: data_path.to_owned(),
+            id: Some(id.to_owned()),
+            frame: None,
+            offset: Some(fi.loc),
+            message,
+        };
+        // The record rules and the length were checked when the meta was
+        // read (format.md §8.2).
+        let Some(end) = fi.end().filter(|&e| e <= reader.data_len()) else {
+            self.push(at(
+                ProblemKind::OutOfBounds,
+                format!(
+                    "audio record ends past the end of the data file ({} bytes)",
+                    reader.data_len()
+                ),
+            ));
+            return;
+        };
+        spans.push(Span {
+            start: fi.loc,
+            end,
+            id,
+            frame: None,
+        });
+        let whole = FrameInfo {
+            loc: fi.loc,
+            pad: 0,
+            length: fi.length,
+        };
+        let record = match reader.read(id, usize::MAX, &whole) {
+            Ok(record) => record,
+            Err(e) => {
+                self.push(at(ProblemKind::DataUnreadable, e.to_string()));
+                return;
+            }
+        };
+        let len = usize::try_from(fi.jpeg_len().unwrap_or(0)).unwrap_or(usize::MAX);
+        let (samples, pad) = record.split_at(len.min(record.len()));
+        if let Some(i) = pad.iter().position(|&b| b != PAD_BYTE) {
+            self.push(at(
+                ProblemKind::PadNotZero,
+                format!("audio pad byte at {} is {:#04x}, not 0x00", fi.loc + (len + i) as u64, pad[i]),
+            ));
+        }
+        let computed = crc32fast::hash(samples);
+        if computed != track.checksum {
+            self.push(at(
+                ProblemKind::Checksum,
+                format!(
+                    "CRC-32 of the audio is {computed:#010x}, the meta says {:#010x}",
+                    track.checksum
+                ),
+            ));
+        }
+    }
+
+    /// Reports frame times outside the item's span, for an item whose meta
+    /// says where it was cut from (`start` and `end` in seconds, as a
+    /// manifest's clips have): each time must be in `[start, end)`. That
+    /// the times are one per frame, finite and increasing was checked when
+    /// the meta was read.
+    fn check_times(&mut self, id: &str, item: &ItemMeta) {
+        let Some(times) = &item.frame_times else {
+            return;
+        };
+        let meta = item.first_meta_data();
+        let bound = |key| meta.and_then(|m| m.get(key)).and_then(Value::as_f64);
+        let (Some(start), Some(end)) = (bound("start"), bound("end")) else {
+            return;
+        };
+        let n = item.frame_info.len();
+        let outside = (0..n).find_map(|k| {
+            let t = times.at(k)?;
+            (t < start - TIME_SLACK || t >= end + TIME_SLACK).then_some((k, t))
+        });
+        if let Some((k, t)) = outside {
+            let fi = item.frame_info[k];
+            self.push(Problem::frame(
+                ProblemKind::FrameTimes,
+                self.meta_path,
+                id,
+                k,
+                fi.loc,
+                format!("frame time {t} s is outside the item's span [{start}, {end}) s"),
+            ));
+        }
+    }
+
     /// Reports a JPEG that does not start with FFD8 or does not end with
     /// FFD9 (`loc`: its byte offset in the data file); whether both are there.
     fn check_markers(
@@ -710,17 +831,23 @@ impl ChunkChecker<'_> {
             if let Some(w) = widest {
                 let (prev, cur) = (&spans[w], &spans[i]);
                 if cur.start < prev.end {
-                    let problem = Problem::frame(
-                        ProblemKind::Overlap,
-                        self.data_path,
-                        cur.id,
-                        cur.frame,
-                        cur.start,
-                        format!(
-                            "record (bytes {}..{}) overlaps id {:?} frame {} (bytes {}..{})",
-                            cur.start, cur.end, prev.id, prev.frame, prev.start, prev.end
+                    let problem = Problem {
+                        kind: ProblemKind::Overlap,
+                        file: self.data_path.to_owned(),
+                        id: Some(cur.id.to_owned()),
+                        frame: cur.frame,
+                        offset: Some(cur.start),
+                        message: format!(
+                            "{} record (bytes {}..{}) overlaps id {:?} {} (bytes {}..{})",
+                            if cur.frame.is_some() { "frame" } else { "audio" },
+                            cur.start,
+                            cur.end,
+                            prev.id,
+                            record_name(prev.frame),
+                            prev.start,
+                            prev.end
                         ),
-                    );
+                    };
                     self.push(problem);
                 }
                 if cur.end <= prev.end {

@@ -74,5 +74,7 @@ pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover, recover_chunks};
 pub use crate::select::Selection;
 pub use crate::storage::{is_remote, read_optional};
-pub use crate::writer::{ChunkSummary, ChunkWriter, ChunkWriterBuilder};
+pub use crate::writer::{
+    AudioInput, ChunkSummary, ChunkWriter, ChunkWriterBuilder, ItemMedia, Pcm,
+};
 pub use gulp_format;

@@ -5,7 +5,8 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use gulp_format::{
-    ChunkMeta, FrameInfo, MetaFormat, PAD_BYTE, TEMP_PREFIX, Value, data_file_name, meta_file_name,
+    Audio, AudioCodec, AudioTrack, ChunkMeta, FrameInfo, FrameTimes, MetaFormat, PAD_BYTE,
+    TEMP_PREFIX, Value, data_file_name, meta_file_name,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -207,6 +208,38 @@ impl ChunkWriter {
         meta_data: Value,
         frames: impl IntoIterator<Item = F>,
     ) -> Result<()> {
+        self.append_with(id, meta_data, frames, ItemMedia::default())
+    }
+
+    /// [`append`](Self::append) with the item's frame times and sound
+    /// (`docs/format.md` §8): the audio's record is written just before the
+    /// frames. An item with either is appended once: its id may not be in
+    /// the chunk already, and an id that is there with times or sound takes
+    /// no more frames.
+    pub fn append_with<F: AsRef<[u8]>>(
+        &mut self,
+        id: &str,
+        meta_data: Value,
+        frames: impl IntoIterator<Item = F>,
+        media: ItemMedia<'_>,
+    ) -> Result<()> {
+        let invalid = |reason: String| -> Error {
+            ErrorKind::Invalid {
+                path: self.tmp_data.clone(),
+                reason: format!("id {id:?}: {reason}"),
+            }
+            .into()
+        };
+        if let Some(item) = self.meta.get(id)
+            && (!media.is_empty() || item.frame_times.is_some() || item.audio.is_some())
+        {
+            return Err(invalid(
+                "already in the chunk; an item with frame times or sound is appended once".into(),
+            ));
+        }
+        if let Some(AudioInput::Pcm(pcm)) = &media.audio {
+            pcm.check().map_err(invalid)?;
+        }
         let Some(out) = self.out.as_mut() else {
             return Err(ErrorKind::Invalid {
                 path: self.tmp_data.clone(),
@@ -214,14 +247,32 @@ impl ChunkWriter {
             }
             .into());
         };
+        let item_start = self.pos;
+        let audio = match media.audio {
+            None => None,
+            Some(AudioInput::NoTrack) => Some(Audio::NoTrack),
+            Some(AudioInput::Pcm(pcm)) => {
+                let record = FrameInfo::for_jpeg(self.pos, pcm.samples.len() as u64);
+                write_record(out, pcm.samples, record.pad)
+                    .map_err(|e| Error::io("writing", &self.tmp_data, e))?;
+                self.pos += record.length;
+                Some(Audio::Track(AudioTrack {
+                    record,
+                    codec: AudioCodec::PcmS16le,
+                    sample_rate: pcm.sample_rate,
+                    channels: pcm.channels,
+                    samples: pcm.sample_count(),
+                    start: pcm.start,
+                    checksum: crc32fast::hash(pcm.samples),
+                }))
+            }
+        };
         let mut infos = Vec::new();
         let mut checksums = Vec::new();
         for frame in frames {
             let jpeg = frame.as_ref();
             let info = FrameInfo::for_jpeg(self.pos, jpeg.len() as u64);
-            let pad = [PAD_BYTE; 3];
-            out.write_all(jpeg)
-                .and_then(|()| out.write_all(&pad[..usize::try_from(info.pad).unwrap_or(0)]))
+            write_record(out, jpeg, info.pad)
                 .map_err(|e| Error::io("writing", &self.tmp_data, e))?;
             self.pos += info.length;
             infos.push(info);
@@ -229,8 +280,21 @@ impl ChunkWriter {
                 checksums.push(crc32fast::hash(jpeg));
             }
         }
+        if let Some(FrameTimes::List(times)) = &media.frame_times
+            && times.len() != infos.len()
+        {
+            // Its records are taken back: the next item overwrites them,
+            // and `finish` cuts the file at the last item's end.
+            let n = infos.len();
+            out.seek(SeekFrom::Start(item_start))
+                .map_err(|e| Error::io("seeking", &self.tmp_data, e))?;
+            self.pos = item_start;
+            return Err(invalid(format!("{} frame times for {n} frames", times.len())));
+        }
         let item = self.meta.append(id, meta_data, infos);
         item.frame_checksums.extend(checksums);
+        item.frame_times = media.frame_times;
+        item.audio = audio;
         Ok(())
     }
 
@@ -245,6 +309,10 @@ impl ChunkWriter {
         let file = out
             .into_inner()
             .map_err(|e| Error::io("writing", &self.tmp_data, e.into_error()))?;
+        // An item taken back (see `append_with`) may have left bytes past
+        // the last record.
+        file.set_len(self.pos)
+            .map_err(|e| Error::io("writing", &self.tmp_data, e))?;
         if self.fsync {
             file.sync_all()
                 .map_err(|e| Error::io("syncing", &self.tmp_data, e))?;
@@ -305,6 +373,78 @@ impl Drop for ChunkWriter {
             let _ = fs::remove_file(&self.tmp_data);
             let _ = fs::remove_file(&self.tmp_meta);
         }
+    }
+}
+
+/// Writes one record: its bytes, then `pad` zero bytes.
+fn write_record(out: &mut impl Write, bytes: &[u8], pad: u64) -> std::io::Result<()> {
+    let zeros = [PAD_BYTE; 3];
+    out.write_all(bytes)?;
+    out.write_all(&zeros[..usize::try_from(pad).unwrap_or(0).min(3)])
+}
+
+/// An item's time and sound, for [`ChunkWriter::append_with`].
+#[derive(Debug, Clone, Default)]
+pub struct ItemMedia<'a> {
+    /// Each frame's presentation time.
+    pub frame_times: Option<FrameTimes>,
+    /// The sound, when the ingest keeps sound.
+    pub audio: Option<AudioInput<'a>>,
+}
+
+impl ItemMedia<'_> {
+    fn is_empty(&self) -> bool {
+        self.frame_times.is_none() && self.audio.is_none()
+    }
+}
+
+/// An item's sound as a writer takes it.
+#[derive(Debug, Clone)]
+pub enum AudioInput<'a> {
+    /// The source has no sound that could be decoded (stored as
+    /// `"audio": null`).
+    NoTrack,
+    /// The samples.
+    Pcm(Pcm<'a>),
+}
+
+/// Interleaved signed 16-bit little-endian samples, and their place in time.
+#[derive(Debug, Clone)]
+pub struct Pcm<'a> {
+    /// The samples' bytes, `channels × 2` per sample.
+    pub samples: &'a [u8],
+    /// Samples per second.
+    pub sample_rate: u32,
+    /// Interleaved channels.
+    pub channels: u16,
+    /// The source time of the first sample, in seconds.
+    pub start: f64,
+}
+
+impl Pcm<'_> {
+    /// Samples of each channel.
+    pub fn sample_count(&self) -> u64 {
+        (self.samples.len() / (usize::from(self.channels.max(1)) * 2)) as u64
+    }
+
+    fn check(&self) -> std::result::Result<(), String> {
+        if !(1..=gulp_format::MAX_SAMPLE_RATE).contains(&self.sample_rate) {
+            return Err(format!("sample rate {} is out of range", self.sample_rate));
+        }
+        if !(1..=gulp_format::MAX_CHANNELS).contains(&self.channels) {
+            return Err(format!("{} audio channels", self.channels));
+        }
+        if !self.samples.len().is_multiple_of(usize::from(self.channels) * 2) {
+            return Err(format!(
+                "{} bytes of audio are not whole 16-bit samples of {} channels",
+                self.samples.len(),
+                self.channels
+            ));
+        }
+        if !self.start.is_finite() {
+            return Err("the audio's start time is not finite".into());
+        }
+        Ok(())
     }
 }
 

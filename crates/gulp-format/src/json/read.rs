@@ -4,10 +4,22 @@ use indexmap::IndexMap;
 
 use crate::error::{Error, Result};
 use crate::layout::FrameInfo;
+use crate::media::{AUDIO_KEY, FRAME_TIMES_KEY, take_media};
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::value::{BigInt, Map, Value};
 
 use super::MAX_DEPTH;
+
+/// The error for a key an item object may not have.
+pub(super) fn unexpected_item_key(id: &str, at: usize, key: &str) -> Error {
+    Error::item(
+        id,
+        at,
+        format!(
+            "unexpected key {key:?} (an item has frame_info and meta_data, and may have {FRAME_TIMES_KEY} and {AUDIO_KEY})"
+        ),
+    )
+}
 
 pub(crate) struct Parser<'a> {
     pub(super) bytes: &'a [u8],
@@ -97,6 +109,7 @@ impl<'a> Parser<'a> {
         }
         let mut frame_info = None;
         let mut meta_data = None;
+        let mut media = Map::default();
         self.skip_ws();
         if !self.eat(b'}') {
             loop {
@@ -115,15 +128,11 @@ impl<'a> Parser<'a> {
                             _ => return Err(Error::item(id, at, "meta_data is not a list")),
                         }
                     }
-                    other => {
-                        return Err(Error::item(
-                            id,
-                            key_at,
-                            format!(
-                                "unexpected key {other:?} (an item has frame_info and meta_data)"
-                            ),
-                        ));
+                    FRAME_TIMES_KEY | AUDIO_KEY => {
+                        let value = self.value()?;
+                        media.insert(key, value);
                     }
+                    other => return Err(unexpected_item_key(id, key_at, other)),
                 }
                 self.skip_ws();
                 if self.eat(b'}') {
@@ -135,9 +144,13 @@ impl<'a> Parser<'a> {
         let frame_info =
             frame_info.ok_or_else(|| Error::item(id, start, "item has no frame_info"))?;
         let meta_data = meta_data.ok_or_else(|| Error::item(id, start, "item has no meta_data"))?;
+        let (frame_times, audio) =
+            take_media(&mut media, frame_info.len()).map_err(|e| Error::item(id, start, e))?;
         Ok(ItemMeta {
             frame_info,
             meta_data: meta_data.into(),
+            frame_times,
+            audio,
             ..ItemMeta::default()
         })
     }
@@ -257,7 +270,7 @@ impl<'a> Parser<'a> {
         Ok(n)
     }
 
-    fn value(&mut self) -> Result<Value> {
+    pub(super) fn value(&mut self) -> Result<Value> {
         // Only objects and lists recurse. The other kinds live in `scalar` so
         // that each nesting level costs small stack frames: unoptimised
         // builds give every temporary of a function its own stack slot.

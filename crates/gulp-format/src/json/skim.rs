@@ -11,10 +11,12 @@ use std::borrow::Cow;
 
 use crate::error::{Error, Result};
 use crate::index::{IndexBuilder, MetaIndex};
+use crate::media::{AUDIO_KEY, FRAME_TIMES_KEY, take_media};
 use crate::serializer::MetaFormat;
+use crate::value::Map;
 
 use super::MAX_DEPTH;
-use super::read::Parser;
+use super::read::{Parser, unexpected_item_key};
 
 /// Bits of the stack of open containers in [`Parser::skip_value`]: one per
 /// level, set for an object.
@@ -72,6 +74,8 @@ impl<'a> Parser<'a> {
         }
         let mut frames = None;
         let mut meta_data = false;
+        // Checked as the full parser checks them (rare, and small).
+        let mut media = Map::default();
         self.skip_ws();
         if !self.eat(b'}') {
             loop {
@@ -96,15 +100,11 @@ impl<'a> Parser<'a> {
                         }
                         meta_data = true;
                     }
-                    other => {
-                        return Err(Error::item(
-                            id,
-                            key_at,
-                            format!(
-                                "unexpected key {other:?} (an item has frame_info and meta_data)"
-                            ),
-                        ));
+                    FRAME_TIMES_KEY | AUDIO_KEY => {
+                        let value = self.value()?;
+                        media.insert(key.into_owned(), value);
                     }
+                    other => return Err(unexpected_item_key(id, key_at, other)),
                 }
                 self.skip_ws();
                 if self.eat(b'}') {
@@ -116,6 +116,10 @@ impl<'a> Parser<'a> {
         let frames = frames.ok_or_else(|| Error::item(id, start, "item has no frame_info"))?;
         if !meta_data {
             return Err(Error::item(id, start, "item has no meta_data"));
+        }
+        if !media.is_empty() {
+            let n = usize::try_from(frames).unwrap_or(usize::MAX);
+            take_media(&mut media, n).map_err(|e| Error::item(id, start, e))?;
         }
         Ok(frames)
     }

@@ -1,6 +1,7 @@
 //! The JSON writer: byte-identical to Python's `json.dump(obj, fp)`.
 
 use crate::layout::FrameInfo;
+use crate::media::media_entries;
 use crate::meta::ChunkMeta;
 use crate::value::{Value, write_python_float};
 
@@ -25,7 +26,15 @@ pub(crate) fn write_chunk_meta(meta: &ChunkMeta, out: &mut Vec<u8>) {
             }
             write_value(value, out);
         }
-        out.extend_from_slice(b"]}");
+        out.push(b']');
+        // gulp's additions after GulpIO's two keys (format.md §8).
+        for (key, value) in media_entries(item) {
+            out.extend_from_slice(b", ");
+            write_str(key, out);
+            out.extend_from_slice(b": ");
+            write_value(&value, out);
+        }
+        out.push(b'}');
     }
     out.push(b'}');
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::{IndexBuilder, MetaIndex};
 use crate::layout::FrameInfo;
+use crate::media::take_media;
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::meta_data::MetaData;
 use crate::serializer::MetaFormat;
@@ -275,7 +276,7 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
         // The frame counts add up to the table's length (checked in layout).
         let n = usize::try_from(e.n_frames)
             .map_err(|_| Error::item(e.id, e.at, "frame count too large"))?;
-        let frame_info = frames[frame_pos * FRAME_ENTRY_LEN..(frame_pos + n) * FRAME_ENTRY_LEN]
+        let frame_info: Vec<FrameInfo> = frames[frame_pos * FRAME_ENTRY_LEN..(frame_pos + n) * FRAME_ENTRY_LEN]
             .chunks_exact(FRAME_ENTRY_LEN)
             .map(|e| FrameInfo {
                 loc: le_u64(&e[0..8]),
@@ -324,11 +325,16 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
         } else {
             MetaData::from(decode_checked_list(blob.get(list).unwrap_or_default()))
         };
+        let mut metalayers = metalayers;
+        let (frame_times, audio) = take_media(&mut metalayers, frame_info.len())
+            .map_err(|reason| Error::item(e.id, e.at, reason))?;
         let item = ItemMeta {
             frame_info,
             meta_data,
             frame_checksums,
             metalayers,
+            frame_times,
+            audio,
         };
         if !meta.insert_new(e.id, item) {
             return Err(Error::item(e.id, e.at, "id appears twice in the index"));
@@ -349,7 +355,7 @@ pub(crate) fn read_item(id: &str, meta: &[u8], frames: &[u8]) -> Result<ItemMeta
             format!("{} bytes of frame records are not 24 each", frames.len()),
         ));
     }
-    let frame_info = frames
+    let frame_info: Vec<FrameInfo> = frames
         .chunks_exact(FRAME_ENTRY_LEN)
         .map(|e| FrameInfo {
             loc: le_u64(&e[0..8]),
@@ -383,11 +389,16 @@ pub(crate) fn read_item(id: &str, meta: &[u8], frames: &[u8]) -> Result<ItemMeta
     } else {
         MetaData::from(decode_checked_list(meta.get(list).unwrap_or_default()))
     };
+    let mut metalayers = metalayers;
+    let (frame_times, audio) =
+        take_media(&mut metalayers, frame_info.len()).map_err(|reason| Error::item(id, 0, reason))?;
     Ok(ItemMeta {
         frame_info,
         meta_data,
         frame_checksums: Vec::new(),
         metalayers,
+        frame_times,
+        audio,
     })
 }
 

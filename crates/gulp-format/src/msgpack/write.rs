@@ -2,12 +2,14 @@
 //! then the trailer with the content's CRC-32.
 
 use crate::error::{ErrorKind, Result};
+use crate::media::{AUDIO_KEY, FRAME_TIMES_KEY, media_entries};
 use crate::meta::ChunkMeta;
 use crate::value::{Map, Value};
 
 use super::{EXT_BIGINT, FLAG_CHECKSUMS, FRAME_ENTRY_LEN, Header, MAGIC_STR, MsgpackVersion};
 
 pub(super) fn write_meta(meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
+    meta.check_media()?;
     let start = out.len();
     let with_checksums = meta
         .iter()
@@ -44,7 +46,7 @@ pub(super) fn write_meta(meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
             Some(bytes) => item_blobs.extend_from_slice(bytes),
             None => write_array(&item.meta_data, &mut item_blobs),
         }
-        write_map(&item.metalayers, &mut item_blobs);
+        write_layers(&item.metalayers, media_entries(item), &mut item_blobs)?;
         item_lens.push((item_blobs.len() - before) as u64);
     }
 
@@ -101,6 +103,35 @@ fn write_array(items: &[Value], out: &mut Vec<u8>) {
     for item in items {
         write_value(item, out);
     }
+}
+
+/// An item's metalayers, then its frame times and audio as the metalayers
+/// of those names (`docs/format.md` §8), which no other metalayer may take.
+fn write_layers(
+    layers: &Map,
+    media: impl Iterator<Item = (&'static str, Value)>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if let Some(name) = [FRAME_TIMES_KEY, AUDIO_KEY]
+        .into_iter()
+        .find(|k| layers.contains_key(*k))
+    {
+        return Err(ErrorKind::Unrepresentable(format!(
+            "a metalayer named {name:?} (the name is the item's own, format.md §8)"
+        ))
+        .into());
+    }
+    let media: Vec<_> = media.collect();
+    let _ = rmp::encode::write_map_len(
+        out,
+        u32::try_from(layers.len() + media.len()).unwrap_or(u32::MAX),
+    );
+    let entries = layers.iter().map(|(k, v)| (k.as_str(), v));
+    for (key, value) in entries.chain(media.iter().map(|(k, v)| (*k, v))) {
+        let _ = rmp::encode::write_str(out, key);
+        write_value(value, out);
+    }
+    Ok(())
 }
 
 fn write_map(map: &Map, out: &mut Vec<u8>) {

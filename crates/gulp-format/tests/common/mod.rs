@@ -1,6 +1,9 @@
 //! Proptest strategies for random chunk metas.
 
-use gulp_format::{BigInt, ChunkMeta, FrameInfo, ItemMeta, Map, Value};
+use gulp_format::{
+    AUDIO_KEY, Audio, AudioCodec, AudioTrack, BigInt, ChunkMeta, FRAME_TIMES_KEY, FrameInfo,
+    FrameTimes, ItemMeta, MAX_CHANNELS, MAX_SAMPLE_RATE, Map, Value,
+};
 use proptest::prelude::*;
 
 pub fn float() -> impl Strategy<Value = f64> {
@@ -70,17 +73,75 @@ fn item(checksums: bool, metalayers: bool) -> impl Strategy<Value = ItemMeta> {
             } else {
                 Just(Vec::new()).boxed()
             };
-            crcs.prop_map(move |frame_checksums| ItemMeta {
-                frame_info: frame_info.clone(),
-                meta_data: meta_data.clone().into(),
-                frame_checksums,
-                metalayers: if metalayers {
-                    layers.iter().cloned().collect()
-                } else {
-                    Map::default()
-                },
+            (crcs, frame_times(n), audio()).prop_map(move |(frame_checksums, frame_times, audio)| {
+                ItemMeta {
+                    frame_info: frame_info.clone(),
+                    meta_data: meta_data.clone().into(),
+                    frame_checksums,
+                    metalayers: if metalayers {
+                        // The two names the format keeps for times and sound.
+                        layers
+                            .iter()
+                            .filter(|(k, _)| k != FRAME_TIMES_KEY && k != AUDIO_KEY)
+                            .cloned()
+                            .collect()
+                    } else {
+                        Map::default()
+                    },
+                    frame_times,
+                    audio,
+                }
             })
         })
+}
+
+/// Frame times for `n` frames: none, a grid, or an increasing list.
+fn frame_times(n: usize) -> impl Strategy<Value = Option<FrameTimes>> {
+    prop_oneof![
+        Just(None),
+        (-1e6f64..1e6, 1e-6f64..10.0)
+            .prop_map(|(start, step)| Some(FrameTimes::Grid { start, step })),
+        (-1e3f64..1e3, prop::collection::vec(1e-6f64..5.0, n..=n)).prop_map(|(first, gaps)| {
+            let mut t = first;
+            Some(FrameTimes::List(
+                gaps.iter()
+                    .map(|g| {
+                        let now = t;
+                        t += g;
+                        now
+                    })
+                    .collect(),
+            ))
+        }),
+    ]
+}
+
+/// No sound, none found, or a track whose record holds its samples.
+fn audio() -> impl Strategy<Value = Option<Audio>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Audio::NoTrack)),
+        (
+            0u64..1 << 40,
+            1u32..=MAX_SAMPLE_RATE,
+            1u16..=MAX_CHANNELS,
+            0u64..1 << 24,
+            -10.0f64..1e5,
+            any::<u32>()
+        )
+            .prop_map(|(loc, sample_rate, channels, samples, start, checksum)| {
+                let bytes = samples * u64::from(channels) * 2;
+                Some(Audio::Track(AudioTrack {
+                    record: FrameInfo::for_jpeg(loc * 4, bytes),
+                    codec: AudioCodec::PcmS16le,
+                    sample_rate,
+                    channels,
+                    samples,
+                    start,
+                    checksum,
+                }))
+            }),
+    ]
 }
 
 /// A chunk meta with what JSON can hold (no checksums, no metalayers).
