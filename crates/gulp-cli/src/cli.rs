@@ -398,6 +398,40 @@ pub enum IngestKind {
         #[command(flatten)]
         opts: IngestArgs,
     },
+    /// A manifest of clips of videos (Panda-70M, HowTo100M, WebVid,
+    /// VGGSound): a `.csv`, `.jsonl` or `.parquet` table with a row per
+    /// clip: `path` (the video), optionally `id`, `label` (numbered in
+    /// label2idx.json), `start` and `end` in seconds or H:MM:SS.fff (the
+    /// whole video without them). Every column is kept in the clip's meta.
+    /// Each video is decoded once for all its clips, which take the frames
+    /// shown in their span (docs/manifests.md).
+    Manifest {
+        /// The manifest (.csv, .jsonl or .parquet; .csv.gz and .jsonl.gz
+        /// too).
+        manifest: PathBuf,
+        /// The gulp directory to write (created if missing).
+        output_dir: PathBuf,
+        /// The folder relative paths are taken from (default: the
+        /// manifest's folder).
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// One item per video instead of one per row, its rows kept as the
+        /// item's `segments` (seconds), read with gulp.Segments: no frame
+        /// is stored twice when rows overlap.
+        #[arg(long)]
+        segments: bool,
+        /// The column of a role when it is not the role's name, e.g.
+        /// `--column path=video_file --column start=start_seconds` (roles:
+        /// path, id, label, start, end).
+        #[arg(long, value_name = "ROLE=COLUMN")]
+        column: Vec<String>,
+        /// The length in seconds of a clip whose row has a start and no end
+        /// (VGGSound's 10 s).
+        #[arg(long, value_name = "SECONDS")]
+        clip_length: Option<f64>,
+        #[command(flatten)]
+        opts: IngestArgs,
+    },
 }
 
 /// Options of every `gulp ingest` subcommand.
@@ -438,6 +472,17 @@ pub struct IngestArgs {
     /// divided among the workers, at least 1).
     #[arg(long, value_name = "N")]
     pub decode_threads: Option<NonZeroU32>,
+    /// Keep each video's sound beside its frames (16-bit PCM, resampled by
+    /// ffmpeg in the same decode); an item whose video has none is marked
+    /// so.
+    #[arg(long)]
+    pub audio: bool,
+    /// With --audio: samples per second.
+    #[arg(long, value_name = "HZ", default_value = "16000", requires = "audio", value_parser = clap::value_parser!(u32).range(1..=768_000))]
+    pub audio_rate: u32,
+    /// With --audio: channels (1 mixes down to mono).
+    #[arg(long, value_name = "N", default_value = "1", requires = "audio", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub audio_channels: u16,
     /// Shuffle the items before chunking.
     #[arg(long)]
     pub shuffle: bool,

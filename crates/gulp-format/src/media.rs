@@ -96,15 +96,11 @@ impl FrameTimes {
             }
             Value::Array(list) => {
                 if list.len() != n_frames {
-                    return Err(format!(
-                        "{} frame_times for {n_frames} frames",
-                        list.len()
-                    ));
+                    return Err(format!("{} frame_times for {n_frames} frames", list.len()));
                 }
                 let mut times = Vec::with_capacity(list.len());
                 for (i, v) in list.iter().enumerate() {
-                    let t = finite(v, "frame_times")
-                        .map_err(|e| format!("frame {i}: {e}"))?;
+                    let t = finite(v, "frame_times").map_err(|e| format!("frame {i}: {e}"))?;
                     if let Some(&before) = times.last()
                         && t <= before
                     {
@@ -364,11 +360,17 @@ mod tests {
             start: 1.5,
             step: 0.125,
         };
-        assert_eq!(FrameTimes::from_value(&grid.to_value(), 7), Ok(grid.clone()));
+        assert_eq!(
+            FrameTimes::from_value(&grid.to_value(), 7),
+            Ok(grid.clone())
+        );
         assert_eq!(grid.at(2), Some(1.75));
         assert_eq!(grid.to_list(3), [1.5, 1.625, 1.75]);
         let list = FrameTimes::List(vec![0.0, 0.04, 0.1]);
-        assert_eq!(FrameTimes::from_value(&list.to_value(), 3), Ok(list.clone()));
+        assert_eq!(
+            FrameTimes::from_value(&list.to_value(), 3),
+            Ok(list.clone())
+        );
         assert_eq!(list.at(3), None);
         let bad = |v: Value, n| FrameTimes::from_value(&v, n).unwrap_err();
         assert!(bad(list.to_value(), 2).contains("3 frame_times for 2 frames"));

@@ -172,7 +172,9 @@ impl ChunkMeta {
     pub(crate) fn check_media(&self) -> crate::Result<()> {
         for (id, item) in self.iter() {
             if let Some(problem) = item.media_problem() {
-                return Err(crate::ErrorKind::Unrepresentable(format!("item {id:?}: {problem}")).into());
+                return Err(
+                    crate::ErrorKind::Unrepresentable(format!("item {id:?}: {problem}")).into(),
+                );
             }
         }
         Ok(())
@@ -184,7 +186,11 @@ impl ChunkMeta {
     pub fn data_extent(&self) -> Option<u64> {
         let mut extent = 0u64;
         for item in self.items.values() {
-            for fi in item.frame_info.iter().chain(item.audio_track().map(|t| &t.record)) {
+            for fi in item
+                .frame_info
+                .iter()
+                .chain(item.audio_track().map(|t| &t.record))
+            {
                 extent = extent.max(fi.end()?);
             }
         }

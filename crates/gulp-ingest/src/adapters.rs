@@ -53,7 +53,7 @@ struct Entry {
 }
 
 /// A meta as the JSON text an [`Entry`] keeps.
-fn compact(meta: &Value) -> Box<str> {
+pub(crate) fn compact(meta: &Value) -> Box<str> {
     JsonSerializer::value_to_string(meta).into_boxed_str()
 }
 
@@ -554,7 +554,7 @@ fn column(headers: &csv::StringRecord, path: &Path, name: &str) -> Result<usize>
 
 /// A CSV field as a meta value: an integer, a number, a list (JSON, or a
 /// Python list literal such as EPIC's `['tap', 'water']`), else the text.
-fn csv_value(text: &str) -> Value {
+pub(crate) fn csv_value(text: &str) -> Value {
     if let Ok(i) = text.parse::<i64>() {
         return Value::Int(i);
     }
@@ -611,7 +611,7 @@ fn python_list(text: &str) -> Option<Vec<Value>> {
 }
 
 /// Seconds of an `HH:MM:SS(.fff)` timestamp.
-fn timestamp_seconds(text: &str) -> Option<f64> {
+pub(crate) fn timestamp_seconds(text: &str) -> Option<f64> {
     let mut parts = text.split(':');
     let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
@@ -642,7 +642,7 @@ fn index_folders(dir: &Path, ids: &HashMap<String, usize>) -> Result<HashMap<Str
     Ok(map)
 }
 
-fn id_string(v: &Value) -> Option<String> {
+pub(crate) fn id_string(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Int(i) => Some(i.to_string()),
@@ -651,7 +651,7 @@ fn id_string(v: &Value) -> Option<String> {
     }
 }
 
-fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let bytes = fs::read(path).map_err(|e| Error::io("reading", path, e))?;
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();

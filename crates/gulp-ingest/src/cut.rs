@@ -268,10 +268,7 @@ mod tests {
         let (got, out) = cut(&[span(0.0, 1.2)], Some(4.0), &times, 1.2);
         // Grid 0, .25, .5, .75, 1.0: frames 0, 2, 3 (on screen .3-.8),
         // 3, 6.
-        assert_eq!(
-            got[0],
-            [(0, 0.0), (2, 0.25), (3, 0.5), (3, 0.75), (6, 1.0)]
-        );
+        assert_eq!(got[0], [(0, 0.0), (2, 0.25), (3, 0.5), (3, 0.75), (6, 1.0)]);
         assert_eq!(out, [Outcome::Frames(5)]);
     }
 
@@ -300,7 +297,12 @@ mod tests {
     fn spans_outside_the_video_are_refused() {
         let times = [0.0, 1.0, 2.0];
         let (_, out) = cut(
-            &[span(3.5, 4.0), span(2.0, 3.4), span(2.0, 3.6), span(1.2, 1.5)],
+            &[
+                span(3.5, 4.0),
+                span(2.0, 3.4),
+                span(2.0, 3.6),
+                span(1.2, 1.5),
+            ],
             None,
             &times,
             3.0,

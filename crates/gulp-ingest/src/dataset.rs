@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use gulp_format::Value;
 
+use crate::cut::Span;
 use crate::error::ItemError;
 use gulp_io::LabelIndex;
 
@@ -56,6 +57,15 @@ pub enum FrameSource {
     ImageFiles(Vec<PathBuf>),
     /// A video file, decoded by ffmpeg.
     Video(PathBuf),
+    /// A span of a video file, cut by presentation time
+    /// ([`crate::cut`]): the consecutive items of one source
+    /// ([`DatasetAdapter::source`]) are cut from one decode of it.
+    Clip {
+        /// The video.
+        path: PathBuf,
+        /// The span, in seconds of the video.
+        span: Span,
+    },
 }
 
 /// One item as an adapter describes it: its `meta_data` and where its frames
@@ -121,6 +131,22 @@ pub trait DatasetAdapter: Send + Sync {
     fn default_frame_rate(&self) -> Option<f64> {
         None
     }
+
+    /// The source item `index` is cut from, for adapters whose items are
+    /// clips of longer videos ([`FrameSource::Clip`]): consecutive items of
+    /// one source go to one worker together, and are cut from one decode.
+    /// `None` (the default): the item stands alone.
+    fn source(&self, index: usize) -> Option<u64> {
+        let _ = index;
+        None
+    }
+
+    /// Where item `index` is in the adapter's input, for reports (a
+    /// manifest's `row 12`); `None`: its position (`input #N`) says it.
+    fn origin(&self, index: usize) -> Option<String> {
+        let _ = index;
+        None
+    }
 }
 
 impl<A: DatasetAdapter + ?Sized> DatasetAdapter for Box<A> {
@@ -138,5 +164,11 @@ impl<A: DatasetAdapter + ?Sized> DatasetAdapter for Box<A> {
     }
     fn default_frame_rate(&self) -> Option<f64> {
         (**self).default_frame_rate()
+    }
+    fn source(&self, index: usize) -> Option<u64> {
+        (**self).source(index)
+    }
+    fn origin(&self, index: usize) -> Option<String> {
+        (**self).origin(index)
     }
 }

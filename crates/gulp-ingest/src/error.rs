@@ -14,6 +14,9 @@ pub struct ItemError {
     /// The problem is not the item's but the machine's (e.g. ffmpeg is not
     /// installed): the run stops whatever the mode.
     pub fatal: bool,
+    /// Where the item is in the input, when the adapter says (a manifest's
+    /// `row 12`); written first.
+    pub origin: Option<String>,
 }
 
 impl ItemError {
@@ -23,6 +26,7 @@ impl ItemError {
             path: None,
             reason: reason.into(),
             fatal: false,
+            origin: None,
         }
     }
 
@@ -32,6 +36,7 @@ impl ItemError {
             path: Some(path.into()),
             reason: reason.into(),
             fatal: false,
+            origin: None,
         }
     }
 
@@ -45,6 +50,9 @@ impl ItemError {
 
 impl std::fmt::Display for ItemError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(origin) = &self.origin {
+            write!(f, "{origin}: ")?;
+        }
         match &self.path {
             Some(p) => write!(f, "{}: {}", p.display(), self.reason),
             None => f.write_str(&self.reason),

@@ -8,6 +8,7 @@ use gulp_io::ColorMode;
 #[cfg(not(feature = "turbojpeg"))]
 use jpeg_encoder::ColorType;
 
+use crate::cut::{self, Cutter, Span, Use};
 use crate::dataset::{FrameSource, Pixels};
 use crate::error::ItemError;
 #[cfg(not(feature = "turbojpeg"))]
@@ -16,8 +17,9 @@ use crate::raster::rust_encoder;
 use crate::raster::subsampling;
 pub use crate::raster::{Resize, long_edge_size, resized_size, short_edge_size};
 use crate::raster::{jpeg_size, resize_plane};
-use crate::video;
+use crate::video::{self, AudioRequest};
 use crate::yuv::{self, Yuv420};
+use gulp_format::FrameTimes;
 
 /// How frames are turned into stored JPEGs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,6 +44,10 @@ pub struct FrameOptions {
     /// ffmpeg's own choice (a thread per core in every process) then costs
     /// CPU time for nothing. The decoded frames are the same either way.
     pub decode_threads: Option<NonZeroU32>,
+    /// Keep each video's sound, resampled to this rate and these channels
+    /// (`--audio`; the clips of a manifest and every video, in the same
+    /// decode as their frames).
+    pub audio: Option<AudioRequest>,
 }
 
 /// Chroma subsampling of encoded JPEGs (stored JPEGs keep theirs).
@@ -96,6 +102,7 @@ impl Default for FrameOptions {
             frame_rate: None,
             subsampling: SubsamplingChoice::Auto,
             decode_threads: None,
+            audio: None,
         }
     }
 }
@@ -151,6 +158,26 @@ pub fn encode_frames(
                 sink(out.map_err(|e| ItemError::at(path, e))?)?;
             }
         }
+        FrameSource::Clip { path, span } => {
+            let got = std::cell::RefCell::new(Vec::new());
+            let report = encode_clips(
+                path,
+                std::slice::from_ref(span),
+                opts,
+                &mut |_, jpeg| {
+                    got.borrow_mut().push(jpeg.to_vec());
+                    Ok(())
+                },
+                &mut || got.borrow_mut().clear(),
+            )?;
+            if let Some(Err(why)) = report.clips.first() {
+                return Err(ItemError::at(path, why.clone()));
+            }
+            for jpeg in got.into_inner() {
+                sink(jpeg)?;
+            }
+            return Ok(report.warning);
+        }
         FrameSource::Video(path) => {
             return video::decode_video(
                 path,
@@ -170,6 +197,138 @@ pub fn encode_frames(
 
 /// A consumer of encoded frames that can run on a thread of its own.
 pub type JpegSink<'a> = dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send + 'a;
+
+/// One clip as [`encode_clips`] cut it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClipCut {
+    /// Its frames' times: the grid of the frame rate from the clip's start,
+    /// or the source's own times.
+    pub times: FrameTimes,
+    /// Its sound, when asked for.
+    pub audio: Option<ClipAudio>,
+}
+
+/// A clip's sound.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClipAudio {
+    /// The source has none (that ffmpeg can decode).
+    NoTrack,
+    /// 16-bit samples at the asked rate and channels, from `start`.
+    Pcm {
+        /// Interleaved signed 16-bit little-endian samples.
+        samples: Vec<u8>,
+        /// The source time of the first sample.
+        start: f64,
+    },
+}
+
+/// What [`encode_clips`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CutReport {
+    /// Each clip: how it was cut, or why it could not be.
+    pub clips: Vec<Result<ClipCut, String>>,
+    /// What ffmpeg reported although it decoded the source.
+    pub warning: Option<String>,
+    /// Why the source has no sound, when sound was asked for.
+    pub no_audio: Option<String>,
+}
+
+/// Cuts the clips `spans` of the video `path` from one decode of the part
+/// they cover ([`video::decode_timed`], [`crate::cut`]): each frame that a
+/// clip takes is resized and encoded once, and given to `frame` for each
+/// clip that takes it (`frame(clip, jpeg)`). `restart` means: drop every
+/// frame given so far (the source is decoded again, without sound).
+pub fn encode_clips(
+    path: &Path,
+    spans: &[Span],
+    opts: &FrameOptions,
+    frame: &mut dyn FnMut(usize, &[u8]) -> Result<(), ItemError>,
+    restart: &mut dyn FnMut(),
+) -> Result<CutReport, ItemError> {
+    let from = spans.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
+    let from = if from.is_finite() { from.max(0.0) } else { 0.0 };
+    let to = spans.iter().map(|s| s.end).fold(0.0, f64::max);
+    let duration = to.is_finite().then(|| (to - from).max(0.0));
+    let mut resizer = Resizer::new();
+    let mut attempt = |audio: Option<AudioRequest>| {
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); spans.len()];
+        let mut cutter = Cutter::new(spans, opts.frame_rate);
+        let mut encode = |yuv: Yuv420, uses: &[Use]| -> Result<(), ItemError> {
+            let jpeg = video_frame(yuv, opts, &mut resizer).map_err(|e| ItemError::at(path, e))?;
+            for u in uses {
+                times[u.clip].push(u.time);
+                frame(u.clip, &jpeg)?;
+            }
+            Ok(())
+        };
+        let decoded = video::decode_timed(
+            path,
+            from,
+            duration,
+            opts.decode_threads,
+            audio,
+            &mut |yuv, t| cutter.push(yuv, t, &mut encode),
+        )?;
+        let outcomes = cutter.finish(decoded.end, &mut encode)?;
+        Ok::<_, ItemError>((decoded, outcomes, times))
+    };
+    let mut no_audio = None;
+    let (decoded, outcomes, times) = match attempt(opts.audio) {
+        Err(e) if opts.audio.is_some() && !e.fatal => {
+            restart();
+            no_audio = Some(video::no_track_reason(&e));
+            attempt(None)?
+        }
+        other => other?,
+    };
+    let samples = decoded.audio.as_deref();
+    let clips = outcomes
+        .into_iter()
+        .zip(spans)
+        .zip(times)
+        .map(|((outcome, span), times)| match outcome {
+            cut::Outcome::Outside(why) => Err(why),
+            cut::Outcome::Frames(_) => Ok(ClipCut {
+                times: match opts.frame_rate {
+                    Some(rate) => FrameTimes::Grid {
+                        start: span.start,
+                        step: 1.0 / rate,
+                    },
+                    None => FrameTimes::List(times),
+                },
+                audio: opts.audio.map(|a| match samples {
+                    None => ClipAudio::NoTrack,
+                    Some(bytes) => {
+                        let end = span.end.min(decoded.end);
+                        ClipAudio::Pcm {
+                            samples: audio_span(bytes, a, decoded.start, span.start, end).to_vec(),
+                            start: span.start,
+                        }
+                    }
+                }),
+            }),
+        })
+        .collect();
+    Ok(CutReport {
+        clips,
+        warning: decoded.warning,
+        no_audio,
+    })
+}
+
+/// The samples of `[start, end)` (source seconds) in `bytes`, the sound of
+/// a decode that started at `from`; shorter where the sound ends first.
+fn audio_span(bytes: &[u8], a: AudioRequest, from: f64, start: f64, end: f64) -> &[u8] {
+    let frame = usize::from(a.channels) * 2;
+    let at = |t: f64| -> usize {
+        let n = ((t - from) * f64::from(a.sample_rate)).round().max(0.0);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped below
+        let n = n.min((bytes.len() / frame) as f64) as usize;
+        n * frame
+    };
+    let (s, e) = (at(start), at(end));
+    &bytes[s..e.max(s)]
+}
 
 /// Encodes several videos with one ffmpeg process
 /// ([`video::decode_videos`]), each video's JPEG frames going to its sink

@@ -35,6 +35,7 @@ mod dataset;
 mod error;
 pub mod ffmpeg;
 pub mod frames;
+pub mod manifest;
 mod pipeline;
 mod raster;
 mod request;

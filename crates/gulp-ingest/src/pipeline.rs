@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::num::NonZeroU32;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -23,15 +23,18 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use gulp_format::{MetaFormat, Value};
-use gulp_io::{ChunkWriter, GulpDirectory, Recovery};
+use gulp_format::{FrameTimes, MetaFormat, Value};
+use gulp_io::{AudioInput, ChunkWriter, GulpDirectory, ItemMedia, Pcm, Recovery};
 
+use crate::cut::Span;
 use crate::dataset::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, SkippedItem};
-use crate::frames::{FrameOptions, JpegSink, encode_frames, encode_videos};
+use crate::frames::{
+    ClipAudio, FrameOptions, JpegSink, encode_clips, encode_frames, encode_videos,
+};
 use crate::shard::{Plan, Shard, TaskLock};
 use crate::staging::Staging;
-use crate::video::{BATCH, BATCH_MAX_FILE, BatchOutcome};
+use crate::video::{self, BATCH, BATCH_MAX_FILE, BatchOutcome};
 
 /// How much encoded frame data the items in flight may hold in memory in
 /// all; an item beyond its share spills to an unnamed temporary file.
@@ -145,12 +148,28 @@ fn plan_items(
     committed: &HashSet<u64>,
     next_chunk: u64,
     opts: &IngestOptions,
+    source_of: impl Fn(usize) -> Option<u64>,
+    origin_of: impl Fn(usize) -> Option<String>,
 ) -> ItemPlan {
     let per_chunk = opts.items_per_chunk;
-    let mut order: Vec<usize> = (0..n).collect();
-    if let Some(seed) = opts.shuffle_seed {
-        fastrand::Rng::with_seed(seed).shuffle(&mut order);
-    }
+    let order: Vec<usize> = match opts.shuffle_seed {
+        None => (0..n).collect(),
+        Some(seed) => {
+            // The clips of one source stay together (one decode): the
+            // runs of a source are shuffled, not the clips.
+            let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+            for i in 0..n {
+                match runs.last_mut() {
+                    Some(run) if source_of(i).is_some() && source_of(i) == source_of(run.start) => {
+                        run.end = i + 1;
+                    }
+                    _ => runs.push(i..i + 1),
+                }
+            }
+            fastrand::Rng::with_seed(seed).shuffle(&mut runs);
+            runs.into_iter().flatten().collect()
+        }
+    };
     let slices = order.len().div_ceil(per_chunk) as u64;
     let mut plan = ItemPlan::default();
     let mut leftover = Vec::new();
@@ -164,9 +183,13 @@ fn plan_items(
                 plan.skipped.push(SkippedItem {
                     index,
                     id,
-                    error: ItemError::new(format!(
-                        "id repeated in the input (first at input #{first})"
-                    )),
+                    error: ItemError {
+                        origin: origin_of(index),
+                        ..ItemError::new(format!(
+                            "id repeated in the input (first at {})",
+                            origin_of(first).unwrap_or_else(|| format!("input #{first}"))
+                        ))
+                    },
                 });
             }
             continue;
@@ -298,6 +321,8 @@ pub fn ingest(
         &committed,
         gulp.next_chunk_number(),
         opts,
+        |index| adapter.source(index),
+        |index| adapter.origin(index),
     );
     report.skipped.extend(plan.skipped);
     report.already_present += plan.already_present;
@@ -467,6 +492,49 @@ fn group_size(remaining: usize, workers: usize) -> usize {
     (remaining / workers.max(1)).clamp(1, BATCH)
 }
 
+impl Run<'_> {
+    /// `error` of item `index`, with where the item is in the input when
+    /// the adapter says (a manifest's row).
+    fn located(&self, index: usize, mut error: ItemError) -> ItemError {
+        error.origin = self.adapter.origin(index);
+        error
+    }
+}
+
+/// The least memory a clip in flight may hold before it spills, when a
+/// source has many.
+const MIN_CLIP_MEMORY: usize = 64 << 10;
+
+impl Run<'_> {
+    /// The sizes of the groups the producer hands out, in order: the clips
+    /// of one source together ([`DatasetAdapter::source`]), other items
+    /// as [`group_size`] says.
+    fn groups(&self, todo: &[(usize, String, u64)], workers: usize) -> Vec<usize> {
+        let source = |k: usize| self.adapter.source(todo[k].0);
+        let mut sizes = Vec::new();
+        let mut k = 0;
+        while k < todo.len() {
+            let size = match source(k) {
+                Some(s) => todo[k..]
+                    .iter()
+                    .take_while(|t| self.adapter.source(t.0) == Some(s))
+                    .count(),
+                None => {
+                    let most = group_size(todo.len() - k, workers);
+                    todo[k..]
+                        .iter()
+                        .take(most)
+                        .take_while(|t| self.adapter.source(t.0).is_none())
+                        .count()
+                }
+            };
+            sizes.push(size.max(1));
+            k += size.max(1);
+        }
+        sizes
+    }
+}
+
 /// One item to do: its place in the run, its index in the adapter, its id.
 struct Job {
     seq: usize,
@@ -493,6 +561,16 @@ struct Encoded {
     meta: Value,
     frames: FrameBuffer,
     warning: Option<String>,
+    times: Option<FrameTimes>,
+    audio: Option<ClipAudio>,
+}
+
+/// A clip cut from its source's decode, before its meta joins it.
+struct Cut {
+    frames: FrameBuffer,
+    times: FrameTimes,
+    audio: Option<ClipAudio>,
+    warning: Option<String>,
 }
 
 impl Run<'_> {
@@ -503,9 +581,20 @@ impl Run<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let workers = self.opts.workers;
-        // Room for every worker's group and one more group each.
-        let window = workers * BATCH * 2 + 2;
-        let per_item_memory = (MEMORY_BUDGET / window).max(1 << 20);
+        let groups = self.groups(&todo, workers);
+        // Room for every worker's group and one more group each; and for
+        // the largest source's clips, which go to one worker together.
+        let largest = groups.iter().copied().max().unwrap_or(0);
+        let usual = workers * BATCH * 2 + 2;
+        let window = usual.max(largest + workers * BATCH);
+        // Many clips in flight share the budget; they spill to one file a
+        // source.
+        let floor = if window > usual {
+            MIN_CLIP_MEMORY
+        } else {
+            1 << 20
+        };
+        let per_item_memory = (MEMORY_BUDGET / window).max(floor);
         let (job_tx, job_rx) = bounded::<Vec<Job>>(workers);
         let (out_tx, out_rx) = bounded::<Outcome>(window);
         let (credit_tx, credit_rx) = bounded::<()>(window);
@@ -530,10 +619,10 @@ impl Run<'_> {
                 .name("gulp-ingest-producer".into())
                 .spawn_scoped(scope, move || {
                     // Groups of consecutive items, so that a worker can
-                    // decode a group's videos with one ffmpeg.
+                    // decode a group's videos (or a source's clips) with
+                    // one ffmpeg.
                     let mut jobs = todo.into_iter().enumerate();
-                    while jobs.len() > 0 {
-                        let size = group_size(jobs.len(), workers);
+                    for size in groups {
                         let mut group = Vec::with_capacity(size);
                         for (seq, (index, id, chunk)) in jobs.by_ref().take(size) {
                             if credit_rx.recv().is_err() || stop.load(Ordering::Relaxed) {
@@ -610,19 +699,48 @@ impl Run<'_> {
                     (job, item)
                 })
                 .collect();
+            let mut cuts = match catch_unwind(AssertUnwindSafe(|| self.cut_clips(&items, memory))) {
+                Ok(cuts) => cuts,
+                Err(panic) => {
+                    let message = panic_message(panic.as_ref());
+                    items
+                        .iter()
+                        .map(|_| {
+                            Some(Err(Failure::Panic {
+                                worker: name.to_owned(),
+                                message: message.clone(),
+                            }))
+                        })
+                        .collect()
+                }
+            };
             let mut batched = catch_unwind(AssertUnwindSafe(|| self.encode_batch(&items, memory)))
                 .unwrap_or_default();
             for (k, (job, item)) in items.drain(..).enumerate() {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
+                let cut = cuts.get_mut(k).and_then(Option::take);
                 let result = match (batched.get_mut(k).and_then(Option::take), item) {
+                    (_, Err(failure)) => Err(failure),
+                    (_, Ok(item)) if cut.is_some() => match cut {
+                        Some(Ok(cut)) => Ok(Encoded {
+                            meta: item.meta,
+                            frames: cut.frames,
+                            warning: cut.warning,
+                            times: Some(cut.times),
+                            audio: cut.audio,
+                        }),
+                        Some(Err(failure)) => Err(failure),
+                        None => Err(Failure::Item(ItemError::new("no cut"))),
+                    },
                     (Some(frames), Ok(item)) => Ok(Encoded {
                         meta: item.meta,
                         frames,
                         warning: None,
+                        times: None,
+                        audio: None,
                     }),
-                    (_, Err(failure)) => Err(failure),
                     (None, Ok(item)) => {
                         match catch_unwind(AssertUnwindSafe(|| self.encode(item, memory))) {
                             Ok(Ok(encoded)) => Ok(encoded),
@@ -653,6 +771,85 @@ impl Run<'_> {
         }
     }
 
+    /// Cuts the group's clips ([`FrameSource::Clip`]) from one decode per
+    /// source; for each item, its cut when it is a clip, `None` otherwise.
+    fn cut_clips(
+        &self,
+        items: &[(Job, std::result::Result<Item, Failure>)],
+        memory: usize,
+    ) -> Vec<Option<std::result::Result<Cut, Failure>>> {
+        let mut result: Vec<_> = items.iter().map(|_| None).collect();
+        // The clips of each source, in the group's order.
+        let mut sources: Vec<(&Path, Vec<(usize, Span)>)> = Vec::new();
+        for (k, (_, item)) in items.iter().enumerate() {
+            let Ok(item) = item else { continue };
+            let (path, span) = match &item.frames {
+                FrameSource::Clip { path, span } => (path, *span),
+                // Sound comes with times: the whole video as a clip.
+                FrameSource::Video(path) if self.frames.audio.is_some() => (path, Span::WHOLE),
+                _ => continue,
+            };
+            match sources.iter_mut().find(|(p, _)| p == path) {
+                Some((_, clips)) => clips.push((k, span)),
+                None => sources.push((path.as_path(), vec![(k, span)])),
+            }
+        }
+        for (path, clips) in sources {
+            let spill = SpillFile::new(self.output);
+            let spans: Vec<Span> = clips.iter().map(|&(_, span)| span).collect();
+            let buffers = std::cell::RefCell::new(
+                clips
+                    .iter()
+                    .map(|_| FrameBuffer::sharing(spill.clone(), memory))
+                    .collect::<Vec<_>>(),
+            );
+            let report = encode_clips(
+                path,
+                &spans,
+                &self.frames,
+                &mut |clip, jpeg| buffers.borrow_mut()[clip].push(jpeg.to_vec()),
+                &mut || {
+                    for b in buffers.borrow_mut().iter_mut() {
+                        *b = FrameBuffer::sharing(spill.clone(), memory);
+                    }
+                },
+            );
+            let buffers = buffers.into_inner();
+            match report {
+                Err(e) => {
+                    for &(k, _) in &clips {
+                        result[k] = Some(Err(Failure::Item(e.clone())));
+                    }
+                }
+                Ok(report) => {
+                    // Sound that could not be decoded is named (a source
+                    // without sound is not).
+                    let lost = report
+                        .no_audio
+                        .filter(|why| why != video::NO_AUDIO_STREAM)
+                        .map(|why| format!("kept without sound: {why}"));
+                    let reported = report.warning.map(|w| format!("ffmpeg reported: {w}"));
+                    let warning = match (reported, lost) {
+                        (Some(w), Some(l)) => Some(format!("{w}; {l}")),
+                        (w, l) => w.or(l),
+                    };
+                    for (((k, _), frames), cut) in clips.iter().zip(buffers).zip(report.clips) {
+                        result[*k] = Some(match cut {
+                            Ok(cut) => Ok(Cut {
+                                frames,
+                                times: cut.times,
+                                audio: cut.audio,
+                                warning: warning.clone(),
+                            }),
+                            Err(why) => Err(Failure::Item(ItemError::at(path, why))),
+                        });
+                    }
+                }
+            }
+        }
+        result
+    }
+
     /// Encodes the videos of a group (two or more) with one ffmpeg; for each
     /// item, its frames when that worked, `None` for the items left to
     /// encode one by one (all of them if the batch failed).
@@ -675,7 +872,9 @@ impl Run<'_> {
             // A large file (or one that cannot be read) is decoded alone.
             .filter(|(_, path)| fs::metadata(path).is_ok_and(|m| m.len() <= BATCH_MAX_FILE))
             .collect();
-        if videos.len() < 2 || !self.batching.load(Ordering::Relaxed) {
+        // With sound, videos are cut as clips (`cut_clips`).
+        if videos.len() < 2 || !self.batching.load(Ordering::Relaxed) || self.frames.audio.is_some()
+        {
             return result;
         }
         let paths: Vec<&Path> = videos.iter().map(|&(_, p)| p).collect();
@@ -706,7 +905,8 @@ impl Run<'_> {
 
     fn encode(&self, item: Item, memory: usize) -> std::result::Result<Encoded, ItemError> {
         let mut frames = FrameBuffer::new(self.output, memory);
-        let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| frames.push(jpeg))?;
+        let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| frames.push(jpeg))?
+            .map(|m| format!("ffmpeg reported: {m}"));
         if frames.len() == 0 {
             return Err(ItemError::new("no frames"));
         }
@@ -714,6 +914,8 @@ impl Run<'_> {
             meta: item.meta,
             frames,
             warning,
+            times: None,
+            audio: None,
         })
     }
 
@@ -815,6 +1017,7 @@ impl Run<'_> {
                 return Err(Error::WorkerPanic { worker, message });
             }
             Err(Failure::Item(error)) => {
+                let error = self.located(index, error);
                 if error.fatal || self.opts.strict {
                     return Err(Error::Item { index, id, error });
                 }
@@ -837,18 +1040,37 @@ impl Run<'_> {
             meta,
             mut frames,
             warning,
+            times,
+            audio,
         } = encoded;
         let n = frames.len() as u64;
         let bytes = frames.bytes;
-        frames.append_to(writer, &id, meta).map_err(|e| match e {
-            AppendError::Gulp(e) => Error::from(e),
-            AppendError::Spill(e) => Error::io("reading back spilled frames of", self.output, e),
-        })?;
+        let sound = self.frames.audio.zip(audio.as_ref());
+        let media = ItemMedia {
+            frame_times: times,
+            audio: sound.map(|(a, clip)| match clip {
+                ClipAudio::NoTrack => AudioInput::NoTrack,
+                ClipAudio::Pcm { samples, start } => AudioInput::Pcm(Pcm {
+                    samples,
+                    sample_rate: a.sample_rate,
+                    channels: a.channels,
+                    start: *start,
+                }),
+            }),
+        };
+        frames
+            .append_to(writer, &id, meta, media)
+            .map_err(|e| match e {
+                AppendError::Gulp(e) => Error::from(e),
+                AppendError::Spill(e) => {
+                    Error::io("reading back spilled frames of", self.output, e)
+                }
+            })?;
         if let Some(message) = warning {
             report.warnings.push(SkippedItem {
                 index,
                 id,
-                error: ItemError::new(format!("ffmpeg reported: {message}")),
+                error: self.located(index, ItemError::new(message)),
             });
         }
         report.items += 1;
@@ -885,14 +1107,64 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// An item's encoded frames: in memory up to a limit, then in an unnamed
-/// temporary file in the output directory (never visible, gone when closed).
+/// temporary file in the output directory (never visible, gone when
+/// closed), which the clips of one source share.
 struct FrameBuffer {
-    dir: PathBuf,
     limit: usize,
     memory: Vec<Vec<u8>>,
     in_memory: usize,
-    spill: Option<(File, Vec<u64>)>,
+    spill: SpillFile,
+    /// (offset, length) of each spilled frame in the spill file.
+    spilled: Vec<(u64, u64)>,
     bytes: u64,
+}
+
+/// A temporary file that frame buffers spill to, made when first needed.
+#[derive(Clone)]
+struct SpillFile {
+    dir: PathBuf,
+    file: std::sync::Arc<std::sync::Mutex<Option<(File, u64)>>>,
+}
+
+impl SpillFile {
+    fn new(dir: &Path) -> SpillFile {
+        SpillFile {
+            dir: dir.to_owned(),
+            file: std::sync::Arc::default(),
+        }
+    }
+
+    /// Appends `bytes`; where they went.
+    fn write(&self, bytes: &[u8]) -> io::Result<u64> {
+        let mut guard = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.is_none() {
+            *guard = Some((tempfile::tempfile_in(&self.dir)?, 0));
+        }
+        let Some((file, len)) = guard.as_mut() else {
+            return Err(io::Error::other("no spill file"));
+        };
+        let at = *len;
+        // Positioned writes: the clips of a source may take turns.
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, at)?;
+        *len += bytes.len() as u64;
+        Ok(at)
+    }
+
+    fn read(&self, at: u64, len: u64) -> io::Result<Vec<u8>> {
+        let guard = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some((file, _)) = guard.as_ref() else {
+            return Err(io::Error::other("no spill file"));
+        };
+        let mut buf = vec![0; usize::try_from(len).map_err(io::Error::other)?];
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, at)?;
+        Ok(buf)
+    }
 }
 
 enum AppendError {
@@ -902,18 +1174,23 @@ enum AppendError {
 
 impl FrameBuffer {
     fn new(dir: &Path, limit: usize) -> FrameBuffer {
+        FrameBuffer::sharing(SpillFile::new(dir), limit)
+    }
+
+    /// A buffer that spills to `spill`, which other buffers may share.
+    fn sharing(spill: SpillFile, limit: usize) -> FrameBuffer {
         FrameBuffer {
-            dir: dir.to_owned(),
             limit,
             memory: Vec::new(),
             in_memory: 0,
-            spill: None,
+            spill,
+            spilled: Vec::new(),
             bytes: 0,
         }
     }
 
     fn len(&self) -> usize {
-        self.memory.len() + self.spill.as_ref().map_or(0, |(_, lens)| lens.len())
+        self.memory.len() + self.spilled.len()
     }
 
     /// Adds a frame; a failure to spill is the machine's (the disk), not the
@@ -926,18 +1203,13 @@ impl FrameBuffer {
 
     fn add(&mut self, jpeg: Vec<u8>) -> io::Result<()> {
         self.bytes += jpeg.len() as u64;
-        if self.spill.is_none() && self.in_memory + jpeg.len() <= self.limit {
+        if self.spilled.is_empty() && self.in_memory + jpeg.len() <= self.limit {
             self.in_memory += jpeg.len();
             self.memory.push(jpeg);
             return Ok(());
         }
-        if self.spill.is_none() {
-            self.spill = Some((tempfile::tempfile_in(&self.dir)?, Vec::new()));
-        }
-        if let Some((file, lens)) = self.spill.as_mut() {
-            file.write_all(&jpeg)?;
-            lens.push(jpeg.len() as u64);
-        }
+        let at = self.spill.write(&jpeg)?;
+        self.spilled.push((at, jpeg.len() as u64));
         Ok(())
     }
 
@@ -948,30 +1220,23 @@ impl FrameBuffer {
         writer: &mut ChunkWriter,
         id: &str,
         meta: Value,
+        media: ItemMedia<'_>,
     ) -> std::result::Result<(), AppendError> {
         let memory = std::mem::take(&mut self.memory);
-        let Some((mut file, lens)) = self.spill.take() else {
-            return writer.append(id, meta, memory).map_err(AppendError::Gulp);
-        };
-        file.seek(SeekFrom::Start(0)).map_err(AppendError::Spill)?;
-        let mut reader = BufReader::new(file);
+        let spilled = std::mem::take(&mut self.spilled);
         let mut failed: Option<io::Error> = None;
-        let spilled = lens.iter().map_while(|&len| {
-            let mut buf = Vec::new();
-            match (&mut reader).take(len).read_to_end(&mut buf) {
-                Ok(n) if n as u64 == len => Some(buf),
-                Ok(_) => {
-                    failed = Some(io::Error::from(io::ErrorKind::UnexpectedEof));
-                    None
-                }
+        let spill = &self.spill;
+        let from_disk = spilled
+            .iter()
+            .map_while(|&(at, len)| match spill.read(at, len) {
+                Ok(buf) => Some(buf),
                 Err(e) => {
                     failed = Some(e);
                     None
                 }
-            }
-        });
+            });
         writer
-            .append(id, meta, memory.into_iter().chain(spilled))
+            .append_with(id, meta, memory.into_iter().chain(from_disk), media)
             .map_err(AppendError::Gulp)?;
         match failed {
             // The chunk now holds part of the item: the caller drops the
@@ -1001,6 +1266,8 @@ mod tests {
             &committed.iter().copied().collect(),
             next_chunk,
             opts,
+            |_| None,
+            |_| None,
         )
     }
 

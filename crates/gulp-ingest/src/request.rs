@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::adapters::Dataset;
+use crate::dataset::DatasetAdapter;
 use crate::error::{Error, Result};
+use crate::manifest::{Manifest, ManifestOptions};
 use crate::pipeline::IngestOptions;
 use crate::shard::{Plan, Shard};
 
@@ -36,11 +38,14 @@ pub enum AdapterKind {
     /// `epic-kitchens`: the action annotation CSV and a folder of videos
     /// (or of frame folders); one item per video, its actions as segments.
     EpicKitchens,
+    /// `manifest`: a CSV, JSONL or Parquet table of clips of videos
+    /// ([`crate::manifest`]).
+    Manifest,
 }
 
 impl AdapterKind {
     /// Every kind, in the order `gulp ingest --help` lists them.
-    pub const ALL: [AdapterKind; 9] = [
+    pub const ALL: [AdapterKind; 10] = [
         AdapterKind::TwentyBnJson,
         AdapterKind::TwentyBnCsvWebm,
         AdapterKind::TwentyBnCsvJpeg,
@@ -50,6 +55,7 @@ impl AdapterKind {
         AdapterKind::Kinetics,
         AdapterKind::Activitynet,
         AdapterKind::EpicKitchens,
+        AdapterKind::Manifest,
     ];
 
     /// The kind's name on the command line and in Python.
@@ -64,6 +70,7 @@ impl AdapterKind {
             AdapterKind::Kinetics => "kinetics",
             AdapterKind::Activitynet => "activitynet",
             AdapterKind::EpicKitchens => "epic-kitchens",
+            AdapterKind::Manifest => "manifest",
         }
     }
 
@@ -79,6 +86,7 @@ impl AdapterKind {
             AdapterKind::ImageFolder => &["images_dir"],
             AdapterKind::ImageList => &["list_file", "root_dir"],
             AdapterKind::Activitynet => &["input_json", "videos_dir"],
+            AdapterKind::Manifest => &["manifest"],
         }
     }
 
@@ -93,6 +101,7 @@ impl AdapterKind {
             AdapterKind::Kinetics => "Kinetics CSV",
             AdapterKind::Activitynet => "ActivityNet JSON",
             AdapterKind::EpicKitchens => "EPIC-Kitchens CSV",
+            AdapterKind::Manifest => "manifest",
         }
     }
 }
@@ -147,6 +156,9 @@ pub struct AdapterOptions {
     /// `activitynet`: the subset to take (`training`, `validation`,
     /// `testing`).
     pub phase: String,
+    /// `manifest`: the root of relative paths, `--segments`, the columns
+    /// and the clip length (its frame rate is the run's).
+    pub manifest: ManifestOptions,
 }
 
 impl Default for AdapterOptions {
@@ -154,6 +166,7 @@ impl Default for AdapterOptions {
         AdapterOptions {
             label_name: "template".to_owned(),
             phase: "training".to_owned(),
+            manifest: ManifestOptions::default(),
         }
     }
 }
@@ -237,25 +250,33 @@ impl IngestRequest {
     }
 
     /// The adapter over the inputs (reads the list or walks the folders).
-    pub fn dataset(&self) -> Result<Dataset> {
+    pub fn dataset(&self) -> Result<Box<dyn DatasetAdapter>> {
         self.check()?;
         let i = &self.inputs;
         let out = &self.output;
-        match self.kind {
+        let dataset = match self.kind {
             AdapterKind::TwentyBnJson => {
-                Dataset::twenty_bn_json(&i[0], &i[1], out, &self.adapter.label_name)
+                Dataset::twenty_bn_json(&i[0], &i[1], out, &self.adapter.label_name)?
             }
-            AdapterKind::TwentyBnCsvWebm => Dataset::twenty_bn_csv_webm(&i[0], &i[1], out),
-            AdapterKind::TwentyBnCsvJpeg => Dataset::twenty_bn_csv_jpeg(&i[0], &i[1], out),
-            AdapterKind::VideoFolder => Dataset::video_folder(&i[0], out),
-            AdapterKind::ImageFolder => Dataset::image_folder(&i[0], out),
-            AdapterKind::ImageList => Dataset::image_list(&i[0], &i[1], out),
-            AdapterKind::Kinetics => Dataset::kinetics(&i[0], &i[1], out),
+            AdapterKind::TwentyBnCsvWebm => Dataset::twenty_bn_csv_webm(&i[0], &i[1], out)?,
+            AdapterKind::TwentyBnCsvJpeg => Dataset::twenty_bn_csv_jpeg(&i[0], &i[1], out)?,
+            AdapterKind::VideoFolder => Dataset::video_folder(&i[0], out)?,
+            AdapterKind::ImageFolder => Dataset::image_folder(&i[0], out)?,
+            AdapterKind::ImageList => Dataset::image_list(&i[0], &i[1], out)?,
+            AdapterKind::Kinetics => Dataset::kinetics(&i[0], &i[1], out)?,
             AdapterKind::Activitynet => {
-                Dataset::activitynet(&i[0], &i[1], out, &self.adapter.phase)
+                Dataset::activitynet(&i[0], &i[1], out, &self.adapter.phase)?
             }
-            AdapterKind::EpicKitchens => Dataset::epic_kitchens(&i[0], &i[1]),
-        }
+            AdapterKind::EpicKitchens => Dataset::epic_kitchens(&i[0], &i[1])?,
+            AdapterKind::Manifest => {
+                let opts = ManifestOptions {
+                    frame_rate: self.options.frames.frame_rate,
+                    ..self.adapter.manifest.clone()
+                };
+                return Ok(Box::new(Manifest::read(&i[0], out, &opts)?));
+            }
+        };
+        Ok(Box::new(dataset))
     }
 }
 

@@ -113,16 +113,6 @@ pub struct AudioRequest {
     pub channels: u16,
 }
 
-/// The sound a timed decode gave.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AudioOut {
-    /// Interleaved signed 16-bit little-endian samples; sample 0 is at the
-    /// decode's [`TimedDecode::start`] (silence before the sound starts).
-    Samples(Vec<u8>),
-    /// The source has no sound ffmpeg can decode; why.
-    NoTrack(String),
-}
-
 /// What a timed decode gave besides its frames.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimedDecode {
@@ -132,8 +122,9 @@ pub struct TimedDecode {
     pub end: f64,
     /// What ffmpeg printed at its "error" level although it succeeded.
     pub warning: Option<String>,
-    /// The sound, when asked for.
-    pub audio: Option<AudioOut>,
+    /// The sound, when asked for: interleaved signed 16-bit little-endian
+    /// samples, sample 0 at `start` (silence before the sound starts).
+    pub audio: Option<Vec<u8>>,
 }
 
 /// Decodes `path` from `from` seconds (a little earlier, see
@@ -145,9 +136,9 @@ pub struct TimedDecode {
 /// on a third when asked for (resampled by ffmpeg, its first sample at the
 /// decode's start).
 ///
-/// A source without sound, or whose sound ffmpeg cannot decode, is decoded
-/// again without it ([`AudioOut::NoTrack`] says why); `restart` is called
-/// before, so that the caller drops what the first attempt gave.
+/// With sound asked for, a source without sound (or whose sound ffmpeg
+/// cannot decode) fails: decode it again without ([`no_track_reason`] says
+/// why it had none).
 pub fn decode_timed(
     path: &Path,
     from: f64,
@@ -155,7 +146,6 @@ pub fn decode_timed(
     threads: Option<NonZeroU32>,
     audio: Option<AudioRequest>,
     sink: &mut dyn FnMut(Yuv420, f64) -> Result<(), ItemError>,
-    restart: &mut dyn FnMut(),
 ) -> Result<TimedDecode, ItemError> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => {}
@@ -164,20 +154,18 @@ pub fn decode_timed(
     }
     let seek = (from - SEEK_MARGIN_S).max(0.0);
     let duration = duration.map(|d| d + (from - seek));
-    match timed_once(path, seek, duration, threads, audio, sink) {
-        Ok(done) => Ok(done),
-        Err(e) if audio.is_some() && !e.fatal => {
-            restart();
-            let mut done = timed_once(path, seek, duration, threads, None, sink)?;
-            let why = e.reason.strip_prefix("ffmpeg failed").map_or(&*e.reason, str::trim_start);
-            done.audio = Some(AudioOut::NoTrack(if why.contains("matches no streams") {
-                "no audio stream".into()
-            } else {
-                format!("its sound could not be decoded: {why}")
-            }));
-            Ok(done)
-        }
-        Err(e) => Err(e),
+    timed_once(path, seek, duration, threads, audio, sink)
+}
+
+/// What [`no_track_reason`] says of a source without an audio stream.
+pub const NO_AUDIO_STREAM: &str = "no audio stream";
+
+/// Why a source has no sound, from the error of its decode with sound.
+pub fn no_track_reason(e: &ItemError) -> String {
+    if e.reason.contains("matches no streams") {
+        NO_AUDIO_STREAM.into()
+    } else {
+        format!("its sound could not be decoded: {}", e.reason)
     }
 }
 
@@ -212,12 +200,35 @@ fn timed_once(
     // The times first: ffmpeg writes an output's packet of a frame before
     // the next output's, so a frame's time is there when its pixels are.
     cmd.args(["-map", "0:V:0", "-an", "-sn", "-c:v", "wrapped_avframe"]);
-    cmd.args(["-enc_time_base", "-1", "-flush_packets", "1", "-f", "framecrc"]);
+    cmd.args([
+        "-enc_time_base",
+        "-1",
+        "-flush_packets",
+        "1",
+        "-f",
+        "framecrc",
+    ]);
     cmd.arg(file_url(&fifos[0]));
-    cmd.args(["-map", "0:V:0", "-an", "-sn", "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe"]);
+    cmd.args([
+        "-map",
+        "0:V:0",
+        "-an",
+        "-sn",
+        "-pix_fmt",
+        "yuv420p",
+        "-f",
+        "yuv4mpegpipe",
+    ]);
     cmd.arg(file_url(&fifos[1]));
     if let Some(a) = audio {
-        cmd.args(["-map", "0:a:0", "-vn", "-sn", "-af", "aresample=async=1:first_pts=0"]);
+        cmd.args([
+            "-map",
+            "0:a:0",
+            "-vn",
+            "-sn",
+            "-af",
+            "aresample=async=1:first_pts=0",
+        ]);
         cmd.arg("-ac").arg(a.channels.to_string());
         cmd.arg("-ar").arg(a.sample_rate.to_string());
         cmd.args(["-c:a", "pcm_s16le", "-f", "s16le"]);
@@ -237,9 +248,17 @@ fn timed_once(
     let times_stream = readers.pop();
     let (tx, rx) = crossbeam_channel::unbounded::<(f64, f64)>();
     let result = thread::scope(|scope| {
-        let times_reader = times_stream.map(|stream| {
-            scope.spawn(move || read_framecrc(stream, &tx))
+        // ffmpeg's write ends are closed when it exits: closing ours then
+        // ends every stream, those of outputs it never opened included.
+        // A read that stops early closes its pipe, and ffmpeg's next write
+        // to it ends ffmpeg.
+        let waiter = scope.spawn(move || {
+            let status = child.wait();
+            drop(keepers);
+            status
         });
+        let times_reader =
+            times_stream.map(|stream| scope.spawn(move || read_framecrc(stream, &tx)));
         let audio_reader = audio_stream.map(|mut stream| {
             scope.spawn(move || {
                 let mut bytes = Vec::new();
@@ -249,21 +268,25 @@ fn timed_once(
         let mut last: Option<(f64, f64)> = None;
         let read = match frames_stream {
             Some(stream) => read_stream(stream, &mut |frame| {
-                let (pts, dur) = rx.recv().map_err(|_| {
-                    ItemError::new("ffmpeg gave a frame without its time")
-                })?;
+                let (pts, dur) = rx
+                    .recv()
+                    .map_err(|_| ItemError::new("ffmpeg gave a frame without its time"))?;
                 last = Some((pts, dur));
                 sink(frame, seek + pts)
             }),
             None => Err(ItemError::new("no pipe for the frames")),
         };
-        if read.is_err() {
-            let _ = child.kill();
-        }
-        let status = child.wait();
-        drop(keepers);
-        let times = times_reader.map(|h| h.join().unwrap_or_else(|_| Err("its reader panicked".into())));
-        let sound = audio_reader.map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("panicked"))));
+        let status = waiter
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("waiting for ffmpeg panicked")));
+        let times = times_reader.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("its reader panicked".into()))
+        });
+        let sound = audio_reader.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("panicked")))
+        });
         (read, status, times, sound, last)
     });
     let (read, status, times, sound, last) = result;
@@ -276,12 +299,18 @@ fn timed_once(
         Ok(s) if s.success() => {}
         Ok(s) => {
             let message = message.as_deref().unwrap_or("no message");
-            return Err(ItemError::at(path, format!("ffmpeg failed ({s}): {message}")));
+            return Err(ItemError::at(
+                path,
+                format!("ffmpeg failed ({s}): {message}"),
+            ));
         }
         Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
     }
     if let Some(Err(e)) = times {
-        return Err(ItemError::at(path, format!("reading the frames' times from ffmpeg: {e}")));
+        return Err(ItemError::at(
+            path,
+            format!("reading the frames' times from ffmpeg: {e}"),
+        ));
     }
     let Some((pts, dur)) = last.filter(|_| frames > 0) else {
         return Err(ItemError::at(
@@ -294,9 +323,12 @@ fn timed_once(
     };
     let audio = match sound {
         None => None,
-        Some(Ok(bytes)) => Some(AudioOut::Samples(bytes)),
+        Some(Ok(bytes)) => Some(bytes),
         Some(Err(e)) => {
-            return Err(ItemError::at(path, format!("reading the sound from ffmpeg: {e}")));
+            return Err(ItemError::at(
+                path,
+                format!("reading the sound from ffmpeg: {e}"),
+            ));
         }
     };
     Ok(TimedDecode {
@@ -317,10 +349,7 @@ fn file_url(path: &Path) -> OsString {
 /// Reads ffmpeg's `framecrc` output (`#tb 0: N/D`, then a line `0, dts,
 /// pts, duration, size, crc` per frame), sending each frame's time and
 /// duration in seconds.
-fn read_framecrc(
-    stream: File,
-    tx: &crossbeam_channel::Sender<(f64, f64)>,
-) -> Result<(), String> {
+fn read_framecrc(stream: File, tx: &crossbeam_channel::Sender<(f64, f64)>) -> Result<(), String> {
     let mut time_base: Option<f64> = None;
     for line in BufReader::new(stream).lines() {
         let line = line.map_err(|e| e.to_string())?;

@@ -574,7 +574,11 @@ impl ChunkChecker<'_> {
         // gulpio2's check 3, done right: the data file ends where the last
         // record (by position, not by meta order) ends.
         let extent = spans.iter().map(|s| s.end).max().unwrap_or(0);
-        let records = meta.n_frames() + meta.iter().filter(|(_, i)| i.audio_track().is_some()).count();
+        let records = meta.n_frames()
+            + meta
+                .iter()
+                .filter(|(_, i)| i.audio_track().is_some())
+                .count();
         if data_len > extent && spans.len() == records {
             let problem = Problem {
                 kind: ProblemKind::SizeMismatch,
@@ -741,7 +745,11 @@ impl ChunkChecker<'_> {
         if let Some(i) = pad.iter().position(|&b| b != PAD_BYTE) {
             self.push(at(
                 ProblemKind::PadNotZero,
-                format!("audio pad byte at {} is {:#04x}, not 0x00", fi.loc + (len + i) as u64, pad[i]),
+                format!(
+                    "audio pad byte at {} is {:#04x}, not 0x00",
+                    fi.loc + (len + i) as u64,
+                    pad[i]
+                ),
             ));
         }
         let computed = crc32fast::hash(samples);
@@ -839,7 +847,11 @@ impl ChunkChecker<'_> {
                         offset: Some(cur.start),
                         message: format!(
                             "{} record (bytes {}..{}) overlaps id {:?} {} (bytes {}..{})",
-                            if cur.frame.is_some() { "frame" } else { "audio" },
+                            if cur.frame.is_some() {
+                                "frame"
+                            } else {
+                                "audio"
+                            },
                             cur.start,
                             cur.end,
                             prev.id,

@@ -289,7 +289,10 @@ impl ChunkWriter {
             out.seek(SeekFrom::Start(item_start))
                 .map_err(|e| Error::io("seeking", &self.tmp_data, e))?;
             self.pos = item_start;
-            return Err(invalid(format!("{} frame times for {n} frames", times.len())));
+            return Err(invalid(format!(
+                "{} frame times for {n} frames",
+                times.len()
+            )));
         }
         let item = self.meta.append(id, meta_data, infos);
         item.frame_checksums.extend(checksums);
@@ -434,7 +437,11 @@ impl Pcm<'_> {
         if !(1..=gulp_format::MAX_CHANNELS).contains(&self.channels) {
             return Err(format!("{} audio channels", self.channels));
         }
-        if !self.samples.len().is_multiple_of(usize::from(self.channels) * 2) {
+        if !self
+            .samples
+            .len()
+            .is_multiple_of(usize::from(self.channels) * 2)
+        {
             return Err(format!(
                 "{} bytes of audio are not whole 16-bit samples of {} channels",
                 self.samples.len(),

@@ -4,6 +4,8 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
+use gulp_ingest::manifest::ManifestOptions;
+use gulp_ingest::video::AudioRequest;
 use gulp_ingest::{
     AdapterOptions, FrameOptions, IngestOptions, IngestReport, IngestRequest, Shard,
 };
@@ -47,7 +49,8 @@ fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, Py
                     subsampling = "auto",
                     meta_format = "json", shuffle_seed = None, strict = false,
                     label_name = "template", phase = "training", fsync = true, shard = None,
-                    shard_count = None))]
+                    shard_count = None, root = None, segments = false, columns = None,
+                    clip_length = None, audio = false, audio_rate = 16000, audio_channels = 1))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ingest<'py>(
     py: Python<'py>,
@@ -69,7 +72,26 @@ pub(crate) fn ingest<'py>(
     fsync: bool,
     shard: Option<&str>,
     shard_count: Option<usize>,
+    root: Option<PathBuf>,
+    segments: bool,
+    columns: Option<std::collections::BTreeMap<String, String>>,
+    clip_length: Option<f64>,
+    audio: bool,
+    audio_rate: u32,
+    audio_channels: u16,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let mut manifest = ManifestOptions {
+        root,
+        segments,
+        clip_length,
+        ..ManifestOptions::default()
+    };
+    for (role, column) in columns.unwrap_or_default() {
+        manifest
+            .columns
+            .set(&format!("{role}={column}"))
+            .map_err(ingest_err)?;
+    }
     let options = IngestOptions {
         items_per_chunk: videos_per_chunk,
         workers: num_workers.map_or(IngestOptions::default().workers, NonZeroUsize::get),
@@ -81,6 +103,10 @@ pub(crate) fn ingest<'py>(
             subsampling: subsampling
                 .parse()
                 .map_err(|e: gulp_io::UnknownChoice| Class::Invalid.err(e.to_string()))?,
+            audio: audio.then_some(AudioRequest {
+                sample_rate: audio_rate,
+                channels: audio_channels,
+            }),
             ..FrameOptions::default()
         },
         meta_format: self::meta_format(meta_format)?,
@@ -99,6 +125,7 @@ pub(crate) fn ingest<'py>(
         adapter: AdapterOptions {
             label_name: label_name.to_owned(),
             phase: phase.to_owned(),
+            manifest,
         },
         options,
     };

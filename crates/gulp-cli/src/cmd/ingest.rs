@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use gulp_ingest::video::AudioRequest;
 use gulp_ingest::{
     AdapterKind, AdapterOptions, DatasetAdapter, FrameOptions, IngestOptions, IngestReport,
     IngestRequest, Progress, Shard, ingest,
@@ -179,7 +180,7 @@ fn print_losses(report: &IngestReport) -> Result<()> {
 /// options only the command has, and the shuffle seed (drawn here when
 /// `--shuffle` has none, so that the summary can print it).
 fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)> {
-    let (kind, inputs, output, adapter, args) = adapter_inputs(kind);
+    let (kind, inputs, output, adapter, args) = adapter_inputs(kind)?;
     let shard = args
         .shard
         .as_deref()
@@ -209,13 +210,13 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
 /// one `ingest` subcommand.
 fn adapter_inputs(
     kind: IngestKind,
-) -> (
+) -> Result<(
     AdapterKind,
     Vec<PathBuf>,
     PathBuf,
     AdapterOptions,
     IngestArgs,
-) {
+)> {
     let mut adapter = AdapterOptions::default();
     let (kind, inputs, output, args) = match kind {
         IngestKind::TwentyBnJson {
@@ -295,8 +296,26 @@ fn adapter_inputs(
             let inputs = vec![input_csv, videos_dir];
             (AdapterKind::EpicKitchens, inputs, output_dir, opts)
         }
+        IngestKind::Manifest {
+            manifest,
+            output_dir,
+            root,
+            segments,
+            column,
+            clip_length,
+            opts,
+        } => {
+            let m = &mut adapter.manifest;
+            m.root = root;
+            m.segments = segments;
+            m.clip_length = clip_length;
+            for arg in &column {
+                m.columns.set(arg)?;
+            }
+            (AdapterKind::Manifest, vec![manifest], output_dir, opts)
+        }
     };
-    (kind, inputs, output, adapter, args)
+    Ok((kind, inputs, output, adapter, args))
 }
 
 /// The pipeline's options from the command line.
@@ -311,6 +330,10 @@ fn ingest_options(args: &IngestArgs, seed: Option<u64>, shard: Option<Shard>) ->
             frame_rate: args.frame_rate,
             subsampling: args.subsampling,
             decode_threads: args.decode_threads,
+            audio: args.audio.then_some(AudioRequest {
+                sample_rate: args.audio_rate,
+                channels: args.audio_channels,
+            }),
         },
         meta_format: args.meta_format.into(),
         strict: args.strict,

@@ -276,7 +276,8 @@ fn read_items(layout: &Layout<'_>) -> Result<ChunkMeta> {
         // The frame counts add up to the table's length (checked in layout).
         let n = usize::try_from(e.n_frames)
             .map_err(|_| Error::item(e.id, e.at, "frame count too large"))?;
-        let frame_info: Vec<FrameInfo> = frames[frame_pos * FRAME_ENTRY_LEN..(frame_pos + n) * FRAME_ENTRY_LEN]
+        let frame_info: Vec<FrameInfo> = frames
+            [frame_pos * FRAME_ENTRY_LEN..(frame_pos + n) * FRAME_ENTRY_LEN]
             .chunks_exact(FRAME_ENTRY_LEN)
             .map(|e| FrameInfo {
                 loc: le_u64(&e[0..8]),
@@ -390,8 +391,8 @@ pub(crate) fn read_item(id: &str, meta: &[u8], frames: &[u8]) -> Result<ItemMeta
         MetaData::from(decode_checked_list(meta.get(list).unwrap_or_default()))
     };
     let mut metalayers = metalayers;
-    let (frame_times, audio) =
-        take_media(&mut metalayers, frame_info.len()).map_err(|reason| Error::item(id, 0, reason))?;
+    let (frame_times, audio) = take_media(&mut metalayers, frame_info.len())
+        .map_err(|reason| Error::item(id, 0, reason))?;
     Ok(ItemMeta {
         frame_info,
         meta_data,

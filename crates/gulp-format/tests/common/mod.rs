@@ -73,25 +73,27 @@ fn item(checksums: bool, metalayers: bool) -> impl Strategy<Value = ItemMeta> {
             } else {
                 Just(Vec::new()).boxed()
             };
-            (crcs, frame_times(n), audio()).prop_map(move |(frame_checksums, frame_times, audio)| {
-                ItemMeta {
-                    frame_info: frame_info.clone(),
-                    meta_data: meta_data.clone().into(),
-                    frame_checksums,
-                    metalayers: if metalayers {
-                        // The two names the format keeps for times and sound.
-                        layers
-                            .iter()
-                            .filter(|(k, _)| k != FRAME_TIMES_KEY && k != AUDIO_KEY)
-                            .cloned()
-                            .collect()
-                    } else {
-                        Map::default()
-                    },
-                    frame_times,
-                    audio,
-                }
-            })
+            (crcs, frame_times(n), audio()).prop_map(
+                move |(frame_checksums, frame_times, audio)| {
+                    ItemMeta {
+                        frame_info: frame_info.clone(),
+                        meta_data: meta_data.clone().into(),
+                        frame_checksums,
+                        metalayers: if metalayers {
+                            // The two names the format keeps for times and sound.
+                            layers
+                                .iter()
+                                .filter(|(k, _)| k != FRAME_TIMES_KEY && k != AUDIO_KEY)
+                                .cloned()
+                                .collect()
+                        } else {
+                            Map::default()
+                        },
+                        frame_times,
+                        audio,
+                    }
+                },
+            )
         })
 }
 
