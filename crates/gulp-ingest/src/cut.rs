@@ -59,8 +59,6 @@ pub(crate) struct Cutter<F> {
     /// At a frame rate, the last frame and its time, whose uses wait for
     /// the next frame.
     held: Option<(F, f64)>,
-    /// Clips that became complete, not yet taken by [`Cutter::completed`].
-    newly_done: Vec<usize>,
     last_time: Option<f64>,
 }
 
@@ -87,7 +85,6 @@ impl<F> Cutter<F> {
                 .collect(),
             rate,
             held: None,
-            newly_done: Vec::new(),
             last_time: None,
         }
     }
@@ -110,7 +107,6 @@ impl<F> Cutter<F> {
                     }
                     if time >= c.span.end - TIME_EPS {
                         c.done = true;
-                        self.newly_done.push(k);
                     } else if time >= c.span.start - TIME_EPS {
                         c.frames += 1;
                         uses.push(Use { clip: k, time });
@@ -143,7 +139,6 @@ impl<F> Cutter<F> {
                 let t = c.span.start + c.next as f64 / rate;
                 if t >= c.span.end - TIME_EPS {
                     c.done = true;
-                    self.newly_done.push(k);
                 } else if t < until - TIME_EPS {
                     uses.push(Use { clip: k, time: t });
                     c.next += 1;
@@ -154,12 +149,6 @@ impl<F> Cutter<F> {
             }
         }
         uses
-    }
-
-    /// The clips completed since the last call: no later frame goes to
-    /// them.
-    pub(crate) fn completed(&mut self) -> Vec<usize> {
-        std::mem::take(&mut self.newly_done)
     }
 
     /// Ends the source, its last frame shown until `end` (its time plus
@@ -278,19 +267,6 @@ mod tests {
         let (got, _) = cut(&[span(0.0, 1.0), span(0.3, 0.8)], Some(2.0), &times, 1.55);
         assert_eq!(got[0], [(0, 0.0), (0, 0.5)]);
         assert_eq!(got[1], [(0, 0.3)]);
-    }
-
-    #[test]
-    fn clips_complete_as_the_decode_passes_them() {
-        let mut cutter = Cutter::new(&[span(0.0, 0.2), span(0.0, 1.0)], None);
-        let mut emit = |_: (), _: &[Use]| -> Result<(), ()> { Ok(()) };
-        for t in [0.0, 0.1, 0.2] {
-            cutter.push((), t, &mut emit).unwrap();
-        }
-        assert_eq!(cutter.completed(), [0]);
-        assert!(cutter.completed().is_empty());
-        cutter.push((), 1.0, &mut emit).unwrap();
-        assert_eq!(cutter.completed(), [1]);
     }
 
     #[test]

@@ -198,6 +198,9 @@ pub fn encode_frames(
 /// A consumer of encoded frames that can run on a thread of its own.
 pub type JpegSink<'a> = dyn FnMut(Vec<u8>) -> Result<(), ItemError> + Send + 'a;
 
+/// A consumer of the frames [`encode_clips`] cuts: `(clip, jpeg)`.
+pub type ClipSink<'a> = dyn FnMut(usize, &[u8]) -> Result<(), ItemError> + 'a;
+
 /// One clip as [`encode_clips`] cut it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClipCut {
@@ -242,7 +245,7 @@ pub fn encode_clips(
     path: &Path,
     spans: &[Span],
     opts: &FrameOptions,
-    frame: &mut dyn FnMut(usize, &[u8]) -> Result<(), ItemError>,
+    frame: &mut ClipSink<'_>,
     restart: &mut dyn FnMut(),
 ) -> Result<CutReport, ItemError> {
     let from = spans.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);

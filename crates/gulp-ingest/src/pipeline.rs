@@ -142,15 +142,16 @@ pub struct IngestReport {
 /// fails leaves its chunk shorter, so every task of a sharded run computes
 /// the same chunks.
 fn plan_items(
-    id_of: impl Fn(usize) -> String,
-    n: usize,
+    list: &dyn DatasetAdapter,
     present: impl Fn(&str) -> bool,
     committed: &HashSet<u64>,
     next_chunk: u64,
     opts: &IngestOptions,
-    source_of: impl Fn(usize) -> Option<u64>,
-    origin_of: impl Fn(usize) -> Option<String>,
 ) -> ItemPlan {
+    let id_of = |index| list.id(index);
+    let source_of = |index| list.source(index);
+    let origin_of = |index| list.origin(index);
+    let n = list.len();
     let per_chunk = opts.items_per_chunk;
     let order: Vec<usize> = match opts.shuffle_seed {
         None => (0..n).collect(),
@@ -315,14 +316,11 @@ pub fn ingest(
     let committed: HashSet<u64> = gulp.chunks().iter().map(|c| c.chunk).collect();
 
     let plan = plan_items(
-        |index| adapter.id(index),
-        adapter.len(),
+        adapter,
         |id| gulp.contains(id),
         &committed,
         gulp.next_chunk_number(),
         opts,
-        |index| adapter.source(index),
-        |index| adapter.origin(index),
     );
     report.skipped.extend(plan.skipped);
     report.already_present += plan.already_present;
@@ -1252,6 +1250,21 @@ mod tests {
     use super::*;
     use crate::shard::Shard;
 
+    /// A list of ids, for planning.
+    struct Ids<'a>(&'a [&'a str]);
+
+    impl DatasetAdapter for Ids<'_> {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn id(&self, index: usize) -> String {
+            self.0[index].to_owned()
+        }
+        fn item(&self, _: usize) -> std::result::Result<Item, ItemError> {
+            Err(ItemError::new("planning only"))
+        }
+    }
+
     fn plan(
         ids: &[&str],
         existing: &[&str],
@@ -1260,14 +1273,11 @@ mod tests {
         opts: &IngestOptions,
     ) -> ItemPlan {
         plan_items(
-            |i| ids[i].to_owned(),
-            ids.len(),
+            &Ids(ids),
             |id| existing.contains(&id),
             &committed.iter().copied().collect(),
             next_chunk,
             opts,
-            |_| None,
-            |_| None,
         )
     }
 
