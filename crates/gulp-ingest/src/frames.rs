@@ -107,14 +107,37 @@ impl Default for FrameOptions {
     }
 }
 
+/// What [`encode_frames`] says of a source besides its frames.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Encoding {
+    /// What ffmpeg reported about a video it could still decode.
+    pub warning: Option<String>,
+    /// A video's frame times: a grid at its frames' rate from 0 (ffmpeg's
+    /// start of the video), or a clip's. Images have none.
+    pub times: Option<FrameTimes>,
+}
+
+impl Encoding {
+    /// The times of a video's frames at `rate` (ffmpeg's output, evenly
+    /// spaced from 0).
+    pub fn video(warning: Option<String>, rate: Option<f64>) -> Encoding {
+        Encoding {
+            warning,
+            times: rate.map(|r| FrameTimes::Grid {
+                start: 0.0,
+                step: 1.0 / r,
+            }),
+        }
+    }
+}
+
 /// Turns `source` into JPEG frames, giving each one to `sink` as soon as it is
-/// ready (so a long video is never held decoded in memory). Returns what
-/// ffmpeg reported about a video it could still decode, if anything.
+/// ready (so a long video is never held decoded in memory).
 pub fn encode_frames(
     source: &FrameSource,
     opts: &FrameOptions,
     sink: &mut dyn FnMut(Vec<u8>) -> Result<(), ItemError>,
-) -> Result<Option<String>, ItemError> {
+) -> Result<Encoding, ItemError> {
     let mut resizer = Resizer::new();
     match source {
         FrameSource::Jpeg(frames) => {
@@ -170,16 +193,21 @@ pub fn encode_frames(
                 },
                 &mut || got.borrow_mut().clear(),
             )?;
-            if let Some(Err(why)) = report.clips.first() {
-                return Err(ItemError::at(path, why.clone()));
-            }
+            let times = match report.clips.into_iter().next() {
+                Some(Ok(cut)) => cut.times,
+                Some(Err(why)) => return Err(ItemError::at(path, why)),
+                None => return Err(ItemError::at(path, "no clip")),
+            };
             for jpeg in got.into_inner() {
                 sink(jpeg)?;
             }
-            return Ok(report.warning);
+            return Ok(Encoding {
+                warning: report.warning,
+                times: Some(times),
+            });
         }
         FrameSource::Video(path) => {
-            return video::decode_video(
+            let decoded = video::decode_video(
                 path,
                 opts.frame_rate,
                 opts.decode_threads,
@@ -189,10 +217,11 @@ pub fn encode_frames(
                             .map_err(|e| ItemError::at(path, e))?,
                     )
                 },
-            );
+            )?;
+            return Ok(Encoding::video(decoded.warning, decoded.frame_rate));
         }
     }
-    Ok(None)
+    Ok(Encoding::default())
 }
 
 /// A consumer of encoded frames that can run on a thread of its own.

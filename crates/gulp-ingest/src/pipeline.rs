@@ -30,7 +30,7 @@ use crate::cut::Span;
 use crate::dataset::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result, SkippedItem};
 use crate::frames::{
-    ClipAudio, FrameOptions, JpegSink, encode_clips, encode_frames, encode_videos,
+    ClipAudio, Encoding, FrameOptions, JpegSink, encode_clips, encode_frames, encode_videos,
 };
 use crate::shard::{Plan, Shard, TaskLock};
 use crate::staging::Staging;
@@ -732,11 +732,11 @@ impl Run<'_> {
                         Some(Err(failure)) => Err(failure),
                         None => Err(Failure::Item(ItemError::new("no cut"))),
                     },
-                    (Some(frames), Ok(item)) => Ok(Encoded {
+                    (Some((frames, times)), Ok(item)) => Ok(Encoded {
                         meta: item.meta,
                         frames,
                         warning: None,
-                        times: None,
+                        times,
                         audio: None,
                     }),
                     (None, Ok(item)) => {
@@ -855,8 +855,8 @@ impl Run<'_> {
         &self,
         items: &[(Job, std::result::Result<Item, Failure>)],
         memory: usize,
-    ) -> Vec<Option<FrameBuffer>> {
-        let mut result: Vec<Option<FrameBuffer>> = items.iter().map(|_| None).collect();
+    ) -> Vec<Option<(FrameBuffer, Option<FrameTimes>)>> {
+        let mut result: Vec<Option<_>> = items.iter().map(|_| None).collect();
         let videos: Vec<(usize, &Path)> = items
             .iter()
             .enumerate()
@@ -885,34 +885,33 @@ impl Run<'_> {
             .map(|frames| move |jpeg: Vec<u8>| frames.push(jpeg))
             .collect();
         let mut refs: Vec<&mut JpegSink<'_>> = sinks.iter_mut().map(|s| s as _).collect();
-        match encode_videos(&paths, &self.frames, &mut refs) {
-            BatchOutcome::Decoded => {}
+        let rates = match encode_videos(&paths, &self.frames, &mut refs) {
+            BatchOutcome::Decoded(rates) => rates,
             BatchOutcome::Failed => return result,
             BatchOutcome::TooLarge => {
                 self.batching.store(false, Ordering::Relaxed);
                 return result;
             }
-        }
+        };
         drop(refs);
         drop(sinks);
-        for ((k, _), frames) in videos.iter().zip(buffers) {
-            result[*k] = Some(frames);
+        for (((k, _), frames), rate) in videos.iter().zip(buffers).zip(rates) {
+            result[*k] = Some((frames, Encoding::video(None, rate).times));
         }
         result
     }
 
     fn encode(&self, item: Item, memory: usize) -> std::result::Result<Encoded, ItemError> {
         let mut frames = FrameBuffer::new(self.output, memory);
-        let warning = encode_frames(&item.frames, &self.frames, &mut |jpeg| frames.push(jpeg))?
-            .map(|m| format!("ffmpeg reported: {m}"));
+        let encoding = encode_frames(&item.frames, &self.frames, &mut |jpeg| frames.push(jpeg))?;
         if frames.len() == 0 {
             return Err(ItemError::new("no frames"));
         }
         Ok(Encoded {
             meta: item.meta,
             frames,
-            warning,
-            times: None,
+            warning: encoding.warning.map(|m| format!("ffmpeg reported: {m}")),
+            times: encoding.times,
             audio: None,
         })
     }

@@ -32,14 +32,14 @@ const STDERR_KEEP: usize = 4096;
 /// to `sink` as YUV 4:2:0 planes, in the range ffmpeg gives (video range
 /// unless the source is full range). Returns what ffmpeg printed at its "error" log
 /// level when it still exited successfully (e.g. a damaged packet it could
-/// skip), so the caller can report it. `threads` is ffmpeg's decoding
-/// `-threads` (its own choice when `None`).
+/// skip), so the caller can report it, and the frames' rate. `threads` is
+/// ffmpeg's decoding `-threads` (its own choice when `None`).
 pub fn decode_video(
     path: &Path,
     frame_rate: Option<f64>,
     threads: Option<NonZeroU32>,
     sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
-) -> Result<Option<String>, ItemError> {
+) -> Result<Decoded, ItemError> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => {}
         Ok(_) => return Err(ItemError::at(path, "not a file")),
@@ -69,7 +69,7 @@ pub fn decode_video(
     }
     let status = child.wait();
     let message = stderr_text(stderr);
-    let frames = result.map_err(|e| match &message {
+    let stream = result.map_err(|e| match &message {
         Some(m) if e.path.is_none() => ItemError::at(path, format!("{}; ffmpeg: {m}", e.reason)),
         _ => e,
     })?;
@@ -88,7 +88,7 @@ pub fn decode_video(
         }
         Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
     }
-    if frames == 0 {
+    if stream.frames == 0 {
         return Err(ItemError::at(
             path,
             match message {
@@ -97,7 +97,21 @@ pub fn decode_video(
             },
         ));
     }
-    Ok(message)
+    Ok(Decoded {
+        warning: message,
+        frame_rate: stream.rate,
+    })
+}
+
+/// What [`decode_video`] says of a video besides its frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    /// What ffmpeg printed at its "error" level although it succeeded.
+    pub warning: Option<String>,
+    /// The frames' rate (their stream's, YUV4MPEG2's `F`): the output of
+    /// `-r`, or the rate ffmpeg gives the source's frames, one every
+    /// `1 / rate` seconds from 0.
+    pub frame_rate: Option<f64>,
 }
 
 /// How much earlier than asked a timed decode starts, so that the frame on
@@ -312,7 +326,7 @@ fn timed_once(
             format!("reading the frames' times from ffmpeg: {e}"),
         ));
     }
-    let Some((pts, dur)) = last.filter(|_| frames > 0) else {
+    let Some((pts, dur)) = last.filter(|_| frames.frames > 0) else {
         return Err(ItemError::at(
             path,
             match message {
@@ -505,14 +519,21 @@ pub fn decode_videos(
         // ffmpeg's write ends are closed: closing ours ends every stream,
         // including those of outputs ffmpeg never opened (it stopped early).
         drop(keepers);
-        let mut all = matches!(status, Ok(s) if s.success());
-        for reader in readers {
-            all &= match reader {
-                Ok(handle) => handle.join().unwrap_or(false),
-                Err(_) => false,
-            };
+        let mut rates = Some(Vec::with_capacity(readers.len()));
+        if !matches!(status, Ok(s) if s.success()) {
+            rates = None;
         }
-        all
+        for reader in readers {
+            let rate = match reader {
+                Ok(handle) => handle.join().ok().flatten(),
+                Err(_) => None,
+            };
+            match (rate, rates.as_mut()) {
+                (Some(rate), Some(all)) => all.push(rate),
+                _ => rates = None,
+            }
+        }
+        rates
     });
     let message = stderr_text(stderr);
     if serial && message.as_deref().is_some_and(|m| m.contains("setts")) {
@@ -522,8 +543,8 @@ pub fn decode_videos(
     }
     if too_large.load(Ordering::Relaxed) {
         BatchOutcome::TooLarge
-    } else if all_read && message.is_none() {
-        BatchOutcome::Decoded
+    } else if let (Some(rates), None) = (all_read, &message) {
+        BatchOutcome::Decoded(rates)
     } else {
         BatchOutcome::Failed
     }
@@ -586,24 +607,27 @@ fn batch_command(
 /// switches and 2-3 % more CPU time). A sink that fails, or frames too
 /// large (then `too_large` is set), end the read, which closes this end of
 /// the pipe: ffmpeg's next write to it fails and it exits.
-fn read_output(stream: File, sink: &mut &mut SendSink<'_>, too_large: &AtomicBool) -> bool {
-    let mut frames = 0usize;
+fn read_output(
+    stream: File,
+    sink: &mut &mut SendSink<'_>,
+    too_large: &AtomicBool,
+) -> Option<Option<f64>> {
     let read = read_stream(stream, &mut |frame| {
         if u64::from(frame.width) * u64::from(frame.height) > BATCH_MAX_PIXELS {
             too_large.store(true, Ordering::Relaxed);
             return Err(ItemError::new("frames too large to batch"));
         }
-        frames += 1;
         sink(frame)
     });
-    read.is_ok() && frames > 0
+    read.ok().filter(|s| s.frames > 0).map(|s| s.rate)
 }
 
 /// What became of a batch given to [`decode_videos`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum BatchOutcome {
-    /// Every video was decoded and taken by its sink.
-    Decoded,
+    /// Every video was decoded and taken by its sink; each one's frame
+    /// rate (see [`Decoded::frame_rate`]).
+    Decoded(Vec<Option<f64>>),
     /// Something failed (a video, ffmpeg, a sink); decode them one by one.
     Failed,
     /// A video has frames over the batch limit (1280×720 pixels); decode
@@ -693,7 +717,7 @@ fn stderr_text(stderr: (Shared, Option<thread::JoinHandle<()>>)) -> Option<Strin
 fn read_frames(
     child: &mut Child,
     sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
-) -> Result<usize, ItemError> {
+) -> Result<Stream, ItemError> {
     let stdout = child
         .stdout
         .take()
@@ -701,12 +725,19 @@ fn read_frames(
     read_stream(stdout, sink)
 }
 
-/// Reads a YUV4MPEG2 stream to its end, giving each frame to `sink`;
-/// returns the number of frames.
+/// What a YUV4MPEG2 stream held besides its frames.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stream {
+    frames: usize,
+    /// Its header's frame rate (`F`).
+    rate: Option<f64>,
+}
+
+/// Reads a YUV4MPEG2 stream to its end, giving each frame to `sink`.
 fn read_stream(
     stream: impl Read + AsFd,
     sink: &mut dyn FnMut(Yuv420) -> Result<(), ItemError>,
-) -> Result<usize, ItemError> {
+) -> Result<Stream, ItemError> {
     let mut reader = BufReader::with_capacity(1 << 20, stream);
     let mut frames = 0usize;
     if reader
@@ -714,7 +745,10 @@ fn read_stream(
         .map_err(|e| ItemError::new(format!("reading ffmpeg output: {e}")))?
         .is_empty()
     {
-        return Ok(0);
+        return Ok(Stream {
+            frames: 0,
+            rate: None,
+        });
     }
     let header = read_line(&mut reader, MAX_HEADER)
         .and_then(|line| StreamHeader::parse(&line))
@@ -734,7 +768,10 @@ fn read_stream(
             .map_err(|e| ItemError::new(format!("reading ffmpeg output: {e}")))?
             .is_empty()
         {
-            return Ok(frames);
+            return Ok(Stream {
+                frames,
+                rate: header.rate,
+            });
         }
         let line = read_line(&mut reader, MAX_FRAME_HEADER).map_err(|e| {
             ItemError::new(format!(
@@ -821,12 +858,14 @@ fn read_line(reader: &mut impl BufRead, max: usize) -> Result<Vec<u8>, String> {
 }
 
 /// What the YUV4MPEG2 stream header says.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 struct StreamHeader {
     width: u32,
     height: u32,
     /// `XCOLORRANGE=FULL` (yuvj420p); video range otherwise.
     full_range: bool,
+    /// `F<num>:<den>`, frames per second.
+    rate: Option<f64>,
     /// Bytes of the header line, newline included.
     len: u64,
 }
@@ -840,7 +879,7 @@ impl StreamHeader {
         if fields.next() != Some("YUV4MPEG2") {
             return Err("not a YUV4MPEG2 stream header".into());
         }
-        let (mut width, mut height, mut full_range) = (None, None, false);
+        let (mut width, mut height, mut full_range, mut rate) = (None, None, false, None);
         for field in fields {
             let number = |s: &str| {
                 s.parse::<u32>()
@@ -859,6 +898,12 @@ impl StreamHeader {
                 }
             } else if let Some(range) = field.strip_prefix("XCOLORRANGE=") {
                 full_range = range == "FULL";
+            } else if let Some((n, d)) = field.strip_prefix('F').and_then(|f| f.split_once(':')) {
+                // 0:0 (unknown) and anything malformed: no rate.
+                rate = match (n.parse::<u32>(), d.parse::<u32>()) {
+                    (Ok(n), Ok(d)) if n > 0 && d > 0 => Some(f64::from(n) / f64::from(d)),
+                    _ => None,
+                };
             }
         }
         match (width, height) {
@@ -866,6 +911,7 @@ impl StreamHeader {
                 width,
                 height,
                 full_range,
+                rate,
                 len: line.len() as u64 + 1,
             }),
             _ => Err("YUV4MPEG2 stream header without a frame size".into()),

@@ -404,7 +404,17 @@ fn batched_decoding_matches_single() {
     for rate in [Some(8.0), None] {
         let paths = [bw.as_path(), pattern.as_path(), late.as_path()];
         let (outcome, got) = batch(&paths, rate);
-        assert_eq!(outcome, video::BatchOutcome::Decoded, "batch at {rate:?}");
+        // Each video's frame rate, from its stream: ffmpeg's -r, or its own.
+        let video::BatchOutcome::Decoded(rates) = outcome else {
+            panic!("batch at {rate:?}: {outcome:?}");
+        };
+        match rate {
+            Some(r) => assert_eq!(rates, [Some(r); 3]),
+            None => assert!(
+                rates.iter().all(|r| r.is_some_and(|r| r > 0.0)),
+                "{rates:?}"
+            ),
+        }
         for (path, frames) in paths.iter().zip(&got) {
             assert_eq!(
                 frames,
@@ -452,7 +462,7 @@ fn batched_videos_are_decoded_one_after_another() {
     let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     assert_eq!(
         decode_batch(&paths, Some(8.0), &|i, _| order.lock().unwrap().push(i)),
-        video::BatchOutcome::Decoded
+        video::BatchOutcome::Decoded(vec![Some(8.0); 3])
     );
     let order = order.into_inner().unwrap();
     // What ffmpeg -r gives for 3 s of video at 8 fps.

@@ -781,7 +781,7 @@ impl ChunkChecker<'_> {
         let n = item.frame_info.len();
         let outside = (0..n).find_map(|k| {
             let t = times.at(k)?;
-            (t < start - TIME_SLACK || t >= end + TIME_SLACK).then_some((k, t))
+            (t < start - TIME_SLACK || t >= end - TIME_SLACK).then_some((k, t))
         });
         if let Some((k, t)) = outside {
             let fi = item.frame_info[k];

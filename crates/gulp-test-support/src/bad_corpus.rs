@@ -156,6 +156,27 @@ fn meta_cases(out: &mut Vec<(String, Vec<u8>)>) {
         "json_extra_key.gmeta",
         br#"{"a": {"frame_info": [], "meta_data": [], "extra": 1}}"#.to_vec(),
     );
+    // Frame times and sound (format.md §8).
+    m(
+        "json_frame_times_count.gmeta",
+        br#"{"a": {"frame_info": [[0, 0, 8]], "meta_data": [{}], "frame_times": [0.0, 0.5]}}"#
+            .to_vec(),
+    );
+    m(
+        "json_frame_times_backwards.gmeta",
+        br#"{"a": {"frame_info": [[0, 0, 8], [8, 0, 8]], "meta_data": [{}], "frame_times": [0.5, 0.5]}}"#
+            .to_vec(),
+    );
+    m(
+        "json_audio_length.gmeta",
+        br#"{"a": {"frame_info": [], "meta_data": [{}], "audio": {"record": [0, 0, 8], "codec": "pcm_s16le", "sample_rate": 16000, "channels": 2, "samples": 4, "start": 0.0, "crc32": 0}}}"#
+            .to_vec(),
+    );
+    m(
+        "json_audio_codec.gmeta",
+        br#"{"a": {"frame_info": [], "meta_data": [{}], "audio": {"record": [0, 0, 8], "codec": "opus", "sample_rate": 16000, "channels": 1, "samples": 4, "start": 0.0, "crc32": 0}}}"#
+            .to_vec(),
+    );
     m(
         "json_item_not_object.gmeta",
         br#"{"a": [[0, 0, 8]]}"#.to_vec(),
