@@ -17,10 +17,11 @@
   and sample commands give `.venv/bin/gulp`);
 - every relative link of README.md and CONTRIBUTING.md (outside the site,
   which `mkdocs build --strict` checks) names a file that exists;
-- docs/guide.md runs from top to bottom as written, in a temporary
-  directory: its shell blocks (but `pip install`, `gulp serve` and
-  `torchrun` lines, and blocks for a Slurm cluster) and its Python blocks
-  (those of gulp.torch where torch is);
+- the walk-throughs (WALKTHROUGHS: docs/guide.md, docs/manifests.md) run
+  from top to bottom as written, each in a temporary directory: their shell
+  blocks (but `pip install`, `gulp serve` and `torchrun` lines, and blocks
+  for a Slurm cluster) and their Python blocks (those of gulp.torch where
+  torch is);
 - the README's quick start (the ```sh and ```python blocks under "## Quick
   start") runs as written, in a temporary directory where a folder
   `videos/<class>/<video>.mp4` of short clips has been made with ffmpeg;
@@ -140,19 +141,24 @@ def without_torch(lines):
 GUIDE_SKIP = re.compile(r"^\s*(pip install|gulp serve|torchrun)\b")
 
 
-def run_guide(guide, gulp_cmd):
-    """Runs docs/guide.md from top to bottom in a fresh directory: each
+# The pages that run from top to bottom as written, on what they make.
+WALKTHROUGHS = ("docs/guide.md", "docs/manifests.md")
+
+
+def run_walkthrough(guide, gulp_cmd):
+    """Runs a walk-through page from top to bottom in a fresh directory: each
     ```sh block as one bash script (but the lines of GUIDE_SKIP), each
     ```python block in one namespace (those that use gulp.torch only where
     torch is installed). Returns what was left out; raises with the block
     that failed."""
-    work = tempfile.mkdtemp(prefix="gulp-guide.")
+    page = os.path.relpath(guide, ROOT)
+    work = tempfile.mkdtemp(prefix="gulp-walkthrough.")
     env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(gulp_cmd)) + os.pathsep + os.environ["PATH"])
     namespace = {"__name__": "__docs__"}
     skipped, cwd = [], os.getcwd()
     try:
         for lang, line, code in blocks(guide):
-            where = f"docs/guide.md:{line}"
+            where = f"{page}:{line}"
             if lang in ("sh", "bash") and re.search(r"\bsrun\b|\$SLURM_|\$\{SLURM_", code):
                 skipped.append(f"{where} (a Slurm cluster's)")
             elif lang in ("sh", "bash"):
@@ -276,14 +282,14 @@ def main():
     files = [readme, os.path.join(ROOT, "CONTRIBUTING.md")] + sorted(
         glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
     quick = {line for (line, _) in quick_start(readme)}
-    guide = os.path.join(ROOT, "docs", "guide.md")
+    walkthroughs = [os.path.join(ROOT, page) for page in WALKTHROUGHS]
     failures, counts, help_cache = [], {"ran": 0, "skipped": 0, "commands": 0}, {}
     cwd = os.getcwd()
     for path in files:
         rel = os.path.relpath(path, ROOT)
         for lang, line, text in blocks(path):
             where = f"{rel}:{line}"
-            if (path == readme and line in quick) or (path == guide and lang == "python"):
+            if (path == readme and line in quick) or (path in walkthroughs and lang == "python"):
                 continue  # run below, as written, on its own folder of videos
             if lang == "python":
                 os.chdir(sample)  # anything an example writes goes beside the sample
@@ -315,11 +321,12 @@ def main():
         for target in re.findall(r"\]\(([^)#\s]+)", text):
             if "://" not in target and not os.path.exists(os.path.join(ROOT, target)):
                 failures.append(f"{os.path.relpath(path, ROOT)}: a link to {target}, which does not exist")
-    try:
-        skipped = run_guide(guide, gulp_cmd)
-        print(f"check-docs: docs/guide.md ran as written (left out: {', '.join(skipped) or 'nothing'})")
-    except Exception:
-        failures.append(f"docs/guide.md: the walk-through fails:\n{traceback.format_exc()}")
+    for page, path in zip(WALKTHROUGHS, walkthroughs):
+        try:
+            skipped = run_walkthrough(path, gulp_cmd)
+            print(f"check-docs: {page} ran as written (left out: {', '.join(skipped) or 'nothing'})")
+        except Exception:
+            failures.append(f"{page}: the walk-through fails:\n{traceback.format_exc()}")
     try:
         left_out = run_quick_start(readme, gulp_cmd)
         print("check-docs: README.md's quick start ran as written"

@@ -1093,6 +1093,42 @@ def r2g_ingest_image_folder(ctx):
     sanity_check(ctx, out)
 
 
+@case(R2G, "ingest_manifest_with_times_and_sound")
+def r2g_ingest_manifest(ctx):
+    # Clips of two real videos (H.264/AAC, one without sound), with frame
+    # times and sound (docs/format.md §8): gulpio2 reads their frames and
+    # meta as before and its sanity check passes; the extra item keys and
+    # the audio records are where it does not look.
+    src = ctx.tmp("videos")
+    for name, extra in (("a.mp4", ["-f", "lavfi", "-i", "sine=frequency=440:duration=4"]),
+                        ("b.mp4", [])):
+        ctx.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                 "testsrc2=size=96x64:rate=25:duration=4"] + extra +
+                ["-pix_fmt", "yuv420p", "-c:a", "aac", os.path.join(src, name)])
+    with open(os.path.join(src, "clips.csv"), "w") as f:
+        f.write("path,start,end,caption\na.mp4,0.5,2,one\nb.mp4,0,1.5,two\n"
+                "a.mp4,1,3.5,three\nb.mp4,2,4,four\n")
+    out = os.path.join(ctx.tmp("manifest"), "gulp")
+    ctx.gulp("ingest", "manifest", os.path.join(src, "clips.csv"), out, "--frame-rate", "4",
+             "--audio", "--videos-per-chunk", "2", "--quiet")
+    gd = GulpDirectory(out)
+    ids = ["a.mp4@0.5-2", "a.mp4@1-3.5", "b.mp4@0-1.5", "b.mp4@2-4"]
+    assert sorted(gd.chunk_lookup) == ids, gd.chunk_lookup
+    dump = load_json(ctx.gulp("dump-meta", out).stdout)
+    for id_ in ids:
+        item = dump[id_]
+        assert set(item) == {"frame_info", "meta_data", "frame_times", "audio"}, item.keys()
+        assert (item["audio"] is None) == id_.startswith("b"), item["audio"]
+        frames, meta = gd[id_]
+        assert same_json(meta, item["meta_data"][0]), meta
+        jpegs = record_jpegs(gd, id_)
+        assert len(frames) == len(jpegs) == len(item["frame_info"]) > 0
+        for frame, jpeg in zip(frames, jpegs):
+            assert np.array_equal(frame, decode(jpeg)), id_
+    sanity_check(ctx, out)
+    gulp_checks_clean(ctx, out)
+
+
 # --------------------------------------------------------------------------- #
 #                                    main                                     #
 # --------------------------------------------------------------------------- #

@@ -852,7 +852,7 @@ impl Builder<'_> {
                 let n = item.frame_info.len();
                 let frames = u32::try_from(n).map_err(|_| too_many(id, "frames"))?;
                 let index = u32::try_from(self.items.len()).map_err(|_| too_many(id, "item"))?;
-                let added = self.samples_of(path, id, m, n, index, labels)?;
+                let added = self.samples_of(path, id, m, item, index, labels)?;
                 if added == 0 {
                     continue;
                 }
@@ -890,17 +890,19 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Adds the samples of item number `index` (`id`, meta `m`, `n`
-    /// frames): itself, or each of its segments; returns how many.
+    /// Adds the samples of item number `index` (`id`, meta `m`, `item`'s
+    /// frames and their times): itself, or each of its segments; returns
+    /// how many.
     fn samples_of(
         &mut self,
         path: &Path,
         id: &str,
         m: &Value,
-        n: usize,
+        item: &gulp_format::ItemMeta,
         index: u32,
         labels: &LabelSpace,
     ) -> Result<usize> {
+        let (n, times) = (item.frame_info.len(), item.frame_times.as_ref());
         let key = self.options.labels.key.as_str();
         let Some(segments) = &self.options.segments else {
             return match self.targets.push(id, m, None, key, labels) {
@@ -908,13 +910,16 @@ impl Builder<'_> {
                 Err(p) => self.problem(path, id, p).map(|()| 0),
             };
         };
-        let (list, rate) = match segments.list(m).and_then(|l| Ok((l, segments.rate(m, n)?))) {
+        let (list, clock) = match segments
+            .list(m)
+            .and_then(|l| Ok((l, segments.clock(m, n, times)?)))
+        {
             Ok(found) => found,
             Err(p) => return self.problem(path, id, p).map(|()| 0),
         };
         let mut added = 0;
         for (k, segment) in list.iter().enumerate() {
-            let span = segments.span(k, segment, rate, n).and_then(|span| {
+            let span = segments.span(k, segment, clock, n).and_then(|span| {
                 self.targets.push(id, m, Some(segment), key, labels)?;
                 Ok(span)
             });

@@ -1,7 +1,7 @@
 //! Long items with annotated segments (ActivityNet, EPIC-Kitchens): one
 //! sample per segment, its clip drawn inside the segment.
 
-use gulp_format::Value;
+use gulp_format::{FrameTimes, Value};
 
 use crate::targets::Problem;
 
@@ -85,6 +85,16 @@ impl Segments {
         }
     }
 
+    /// The rows of a video as `gulp ingest manifest --segments` keeps them:
+    /// `segments: [{"start", "end", ...}]` in seconds (the frames found by
+    /// the item's frame times).
+    pub fn manifest() -> Segments {
+        Segments {
+            unit: Unit::Seconds,
+            ..Segments::new("segments")
+        }
+    }
+
     /// Checks the spec itself.
     pub(crate) fn check(&self) -> Result<(), String> {
         if let Some(fps) = self.fps
@@ -102,6 +112,25 @@ impl Segments {
             Some(Value::Array(list)) => Ok(list),
             Some(_) => Err(Problem::skippable(&self.key, "not a list of segments")),
         }
+    }
+
+    /// How bounds in seconds become frames for an item of `frames` frames
+    /// with frame times `times` (docs/format.md §8): by its times when it
+    /// has them, else by its rate ([`Segments::rate`]).
+    pub(crate) fn clock<'t>(
+        &self,
+        meta: &Value,
+        frames: usize,
+        times: Option<&'t FrameTimes>,
+    ) -> Result<Clock<'t>, Problem> {
+        Ok(match (self.unit, times) {
+            (Unit::Frames, _) => Clock::Frames,
+            (Unit::Seconds, Some(times)) => Clock::Times(times),
+            (Unit::Seconds, None) => match self.rate(meta, frames)? {
+                Some(fps) => Clock::Rate(fps),
+                None => Clock::Frames,
+            },
+        })
     }
 
     /// The frame rate bounds in seconds are converted with, for an item of
@@ -136,12 +165,12 @@ impl Segments {
     }
 
     /// Segment `k`'s frames `[start, end)` of an item of `frames` frames
-    /// (`rate` from [`Segments::rate`]).
+    /// (`clock` from [`Segments::clock`]).
     pub(crate) fn span(
         &self,
         k: usize,
         segment: &Value,
-        rate: Option<f64>,
+        clock: Clock<'_>,
         frames: usize,
     ) -> Result<(usize, usize), Problem> {
         let key = |name: &str| format!("{}[{k}].{name}", self.key);
@@ -162,8 +191,15 @@ impl Segments {
             Bounds::Keys { start, .. } => key(start),
             Bounds::Pair(name) => key(name),
         };
-        let (first, last) = match rate {
-            None => {
+        let (first, last) = match clock {
+            // The frames whose times fall in [start, end) (at least one).
+            Clock::Times(times) => {
+                let first = first_at_or_after(times, frames, start);
+                let last = first_at_or_after(times, frames, end).max(first + 1);
+                #[allow(clippy::cast_precision_loss)] // frame counts < 2^32
+                (first as f64, last as f64)
+            }
+            Clock::Frames => {
                 if start.fract() != 0.0 || end.fract() != 0.0 {
                     return Err(Problem::skippable(
                         bounds_key,
@@ -174,7 +210,7 @@ impl Segments {
             }
             // A bound within a billionth of a frame of a whole frame is on
             // it (2.4 s × 25 fps is 59.999999999999993 in doubles).
-            Some(fps) => {
+            Clock::Rate(fps) => {
                 let first = (start * fps + 1e-9).floor();
                 (first, ((end * fps - 1e-9).ceil()).max(first + 1.0))
             }
@@ -196,6 +232,32 @@ impl Segments {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Ok((first as usize, last.min(n) as usize))
     }
+}
+
+/// How an item's segment bounds become frames.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Clock<'t> {
+    /// The bounds are frame indices.
+    Frames,
+    /// Seconds, at this many frames a second from 0.
+    Rate(f64),
+    /// Seconds, by the item's frame times.
+    Times(&'t FrameTimes),
+}
+
+/// The first of `n` frames whose time is at or after `t` (`n` if none), a
+/// microsecond earlier counting as at.
+fn first_at_or_after(times: &FrameTimes, n: usize, t: f64) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if times.at(mid).is_some_and(|x| x < t - 1e-6) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 fn number(value: Option<&Value>, key: &str) -> Result<f64, Problem> {
@@ -227,7 +289,7 @@ mod tests {
         let spans: Vec<_> = list
             .iter()
             .enumerate()
-            .map(|(k, seg)| s.span(k, seg, None, 20))
+            .map(|(k, seg)| s.span(k, seg, Clock::Frames, 20))
             .collect();
         assert_eq!(spans[0], Ok((2, 5)));
         assert_eq!(spans[1], Ok((8, 20)));
@@ -254,8 +316,23 @@ mod tests {
         let rate = s.rate(&meta, 100).unwrap();
         assert_eq!(rate, Some(10.0));
         let list = s.list(&meta).unwrap();
-        assert_eq!(s.span(0, &list[0], rate, 100), Ok((24, 31)));
-        assert_eq!(s.span(1, &list[1], rate, 100), Ok((50, 51)));
+        let clock = Clock::Rate(10.0);
+        assert_eq!(s.span(0, &list[0], clock, 100), Ok((24, 31)));
+        assert_eq!(s.span(1, &list[1], clock, 100), Ok((50, 51)));
+        // Frame times win over any rate: a variable rate, 0.1 s apart and
+        // then 0.5 s apart.
+        let times = FrameTimes::List(vec![0.0, 0.1, 0.2, 0.7, 1.2, 1.7]);
+        let clock = s.clock(&meta, 6, Some(&times)).unwrap();
+        let pair = |a: f64, b: f64| json(&format!(r#"{{"segment": [{a}, {b}]}}"#));
+        assert_eq!(s.span(0, &pair(0.15, 1.2), clock, 6), Ok((2, 4)));
+        assert_eq!(s.span(0, &pair(0.7, 0.7), clock, 6), Ok((3, 4)));
+        assert_eq!(s.span(0, &pair(1.0, 9.0), clock, 6), Ok((4, 6)));
+        let grid = FrameTimes::Grid {
+            start: 10.0,
+            step: 0.25,
+        };
+        let clock = s.clock(&meta, 8, Some(&grid)).unwrap();
+        assert_eq!(s.span(0, &pair(10.5, 11.0), clock, 8), Ok((2, 4)));
         // An fps in the meta wins over the duration; the loader's fps over
         // the duration too.
         let with_fps = json(r#"{"fps": 25, "duration": 10.0}"#);

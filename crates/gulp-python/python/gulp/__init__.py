@@ -223,7 +223,10 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
            meta_format: str = "json", shuffle_seed: Optional[int] = None, strict: bool = False,
            label_name: str = "template", phase: str = "training", fsync: bool = True,
            shard: Union[None, str, tuple[int, int]] = None,
-           shard_count: Optional[int] = None) -> dict[str, Any]:
+           shard_count: Optional[int] = None, root: Optional[_Path] = None,
+           segments: bool = False, columns: Optional[dict[str, str]] = None,
+           clip_length: Optional[float] = None, audio: bool = False,
+           audio_rate: int = 16000, audio_channels: int = 1) -> dict[str, Any]:
     """Ingests a dataset with a built-in adapter of ``gulp ingest``, on every
     core, and returns the run's report (a dict).
 
@@ -232,8 +235,16 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
     jpeg_dir), 'video-folder' (videos_dir), 'image-folder' (images_dir),
     'image-list' (list_file, root_dir), 'kinetics' (input_csv, videos_dir),
     'activitynet' (input_json, videos_dir), 'epic-kitchens' (input_csv,
-    videos_dir). Ids already in ``output`` are skipped, so running it again
-    after an interruption completes the run.
+    videos_dir), 'manifest' (a .csv, .jsonl or .parquet table of clips:
+    docs/manifests.md). Ids already in ``output`` are skipped, so running it
+    again after an interruption completes the run.
+
+    For a manifest: ``root`` (the folder of relative paths, default the
+    manifest's), ``segments=True`` (one item per video, its rows as its
+    ``segments``), ``columns`` (``{"path": "video", "start": "t0"}``: the
+    column of each role that is not the role's name), ``clip_length``
+    (seconds, for rows with a start and no end). ``audio=True`` keeps each
+    video's sound (16-bit PCM at ``audio_rate`` Hz, ``audio_channels``).
 
     ``frame_size`` resizes frames by their short edge; ``max_size`` then
     brings a long edge over ``max_size`` pixels down to it (FFCV's
@@ -253,5 +264,7 @@ def ingest(kind: str, *inputs: _Path, output: _Path, videos_per_chunk: int = 100
         frame_size=frame_size, max_size=max_size, frame_rate=frame_rate, quality=quality,
         subsampling=subsampling, meta_format=meta_format, shuffle_seed=shuffle_seed,
         strict=strict, label_name=label_name, phase=phase, fsync=fsync, shard=shard,
-        shard_count=shard_count,
+        shard_count=shard_count, root=None if root is None else str(root), segments=segments,
+        columns=columns, clip_length=clip_length, audio=audio, audio_rate=audio_rate,
+        audio_channels=audio_channels,
     )

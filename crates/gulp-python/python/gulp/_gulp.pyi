@@ -279,6 +279,13 @@ def ingest(
     fsync: bool = True,
     shard: Optional[str] = None,
     shard_count: Optional[int] = None,
+    root: Optional[_Path] = None,
+    segments: bool = False,
+    columns: Optional[Mapping[str, str]] = None,
+    clip_length: Optional[float] = None,
+    audio: bool = False,
+    audio_rate: int = 16000,
+    audio_channels: int = 1,
 ) -> dict[str, Any]: ...
 def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> str: ...
 def recover(path: _Path) -> list[str]: ...

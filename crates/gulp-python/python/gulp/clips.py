@@ -154,11 +154,12 @@ class Segments:
     ``key``: the meta key (of ``meta_data[0]``) holding the list of
     segments, each an object. Bounds: ``start`` and ``end`` keys (``end``
     excluded), or ``pair``, one key holding ``[start, end]``. ``unit``:
-    ``"frames"`` (the item's frame indices) or ``"seconds"``
-    (``[floor(start * fps), ceil(end * fps))``, at least one frame), the
-    rate from the item's meta ``fps``, else ``fps`` given here, else the
-    meta's ``duration`` in seconds (``frames / duration``). Ends past the
-    item are cut to it.
+    ``"frames"`` (the item's frame indices) or ``"seconds"``: the frames
+    whose times fall in ``[start, end)`` (at least one), by the item's frame
+    times when its ingest recorded them, else ``[floor(start * fps),
+    ceil(end * fps))`` with the rate from the item's meta ``fps``, else
+    ``fps`` given here, else the meta's ``duration`` in seconds
+    (``frames / duration``). Ends past the item are cut to it.
 
     ``Segments("segments")`` reads what ``gulp ingest epic-kitchens``
     writes; ``Segments.activitynet()`` what ``gulp ingest activitynet``
@@ -186,6 +187,13 @@ class Segments:
         """ActivityNet's annotations as ``gulp ingest activitynet`` keeps
         them."""
         return cls("annotations", pair="segment", unit="seconds")
+
+    @classmethod
+    def manifest(cls) -> "Segments":
+        """A manifest's rows as ``gulp ingest manifest --segments`` keeps
+        them: ``segments`` with ``start`` and ``end`` in seconds, each row's
+        frames found by the item's frame times."""
+        return cls("segments", unit="seconds")
 
     def __repr__(self) -> str:
         bounds = f"pair={self.pair!r}" if self.pair else f"start={self.start!r}, end={self.end!r}"
