@@ -733,7 +733,7 @@ impl ChunkChecker<'_> {
             pad: 0,
             length: fi.length,
         };
-        let record = match reader.read(id, usize::MAX, &whole) {
+        let record = match reader.read(id, crate::AUDIO_RECORD, &whole) {
             Ok(record) => record,
             Err(e) => {
                 self.push(at(ProblemKind::DataUnreadable, e.to_string()));

@@ -35,13 +35,14 @@ pub enum ErrorKind {
         source: gulp_format::Error,
     },
     /// A frame's record is inconsistent with the data file.
-    #[error("{path}: id {id:?} frame {frame}: {reason} (record at byte {offset})")]
+    #[error("{path}: id {id:?} {}: {reason} (record at byte {offset})", record_name(*frame))]
     Record {
         /// The data file.
         path: PathBuf,
         /// The item id.
         id: String,
-        /// The frame index within the item.
+        /// The frame index within the item ([`AUDIO_RECORD`] for its
+        /// audio record).
         frame: usize,
         /// The record's `loc`.
         offset: u64,
@@ -174,6 +175,19 @@ impl Error {
             reason: reason.into(),
         }
         .into()
+    }
+}
+
+/// The frame index of an item's audio record in [`ErrorKind::Record`] and
+/// [`crate::ChunkReader::read`] (`docs/format.md` §8.2).
+pub const AUDIO_RECORD: usize = usize::MAX;
+
+/// "frame K", or "audio" for [`AUDIO_RECORD`].
+fn record_name(frame: usize) -> String {
+    if frame == AUDIO_RECORD {
+        "audio".into()
+    } else {
+        format!("frame {frame}")
     }
 }
 

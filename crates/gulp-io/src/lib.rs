@@ -35,6 +35,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod audio;
 mod cache;
 pub mod check;
 mod choice;
@@ -67,7 +68,7 @@ pub use crate::codec::{
 #[cfg(feature = "turbojpeg")]
 pub use crate::codec::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
-pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::error::{AUDIO_RECORD, Error, ErrorKind, Result};
 pub use crate::index_file::{AUTO_ITEMS, IndexPolicy, IndexState, LABEL_KEY};
 pub use crate::labels::{LABEL_FILE, LabelIndex};
 pub use crate::reader::{ChunkReader, ReadMode};
