@@ -3,7 +3,7 @@
 //! (an item, or one segment of an item), each sample's target and weight,
 //! and the epoch's composition. Each chunk's meta is parsed, read for these
 //! and dropped: a rank keeps 12 bytes a frame, 24 an item, 4 to 8 a
-//! sample's target and, with segments, 12 a segment.
+//! sample's target and, with segments, 16 a segment.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -50,12 +50,14 @@ pub(crate) struct Item {
     pub(crate) first: usize,
 }
 
-/// A segment of an item: 12 bytes.
+/// A segment of an item: 16 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Span {
     item: u32,
     start: u32,
     end: u32,
+    /// Its place in the item's list of segments.
+    segment: u32,
 }
 
 /// The fingerprints of what a loader read, for [`crate::State`].
@@ -221,6 +223,21 @@ impl Catalog {
             .filter_map(|d| d.dir.cache_limit())
             .min()
             .map(|limit| limit / 2)
+    }
+
+    /// The meta of `item`, parsed alone ([`gulp_io::ChunkEntry::read_item`]):
+    /// its frame times, sound and keys, when a batch needs them.
+    pub(crate) fn item_meta(&self, item: &Item) -> Result<gulp_format::ItemMeta> {
+        let dir = &self.dirs[item.source as usize].dir;
+        Ok(dir.chunks()[item.chunk as usize].read_item(item.slot as usize)?)
+    }
+
+    /// The place of sample `sample`'s segment in its item's list, when
+    /// samples are segments.
+    pub(crate) fn segment(&self, sample: usize) -> Option<usize> {
+        self.spans
+            .as_ref()
+            .map(|spans| spans[sample].segment as usize)
     }
 
     /// The chunk sample `sample` is read from.
@@ -931,6 +948,7 @@ impl Builder<'_> {
                             item: index,
                             start: start as u32,
                             end: end as u32,
+                            segment: k as u32,
                         });
                     }
                     added += 1;

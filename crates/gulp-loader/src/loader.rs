@@ -14,6 +14,7 @@ use gulp_format::FrameInfo;
 use crate::catalog::{Catalog, ChunkKey, Item};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fnv;
+use crate::media::{Clock, sound_span, time_clip};
 use crate::options::{LoaderOptions, OnError, check_options};
 use crate::order::Slot;
 use crate::prefetch::Schedule;
@@ -79,6 +80,25 @@ pub struct Batch {
     pub geometries: Vec<Geometry>,
     /// Clips left out ([`OnError::Skip`]).
     pub skipped: Vec<SkippedClip>,
+    /// The source time, in seconds, of each clip's frames, `B × T`
+    /// row-major (docs/format.md §8): with `fps`, the times the clip
+    /// samples (each frame is the one on screen then); else each frame's
+    /// own. Given with `fps` or `audio`, empty otherwise.
+    pub times: Vec<f64>,
+    /// Each clip's sound, `[B, C, S]` floats in `[-1, 1)` row-major
+    /// (`audio_shape`), with `audio`: from the clip's first time, `T /
+    /// fps` seconds with `fps`, else to the end of its last frame (then
+    /// `S` is the batch's longest and shorter clips end in silence).
+    pub audio: Vec<f32>,
+    /// `[B, C, S]` of `audio` (zeros without `audio`).
+    pub audio_shape: [usize; 3],
+    /// Whether each clip's item has sound (its `audio` is silence
+    /// otherwise); empty without `audio`.
+    pub has_audio: Vec<bool>,
+    /// Each clip's text, with `texts`: its segment's value of the key,
+    /// else its item's (text as it is, other values as JSON; "" when
+    /// missing).
+    pub texts: Vec<String>,
 }
 
 /// Where iteration resumes: the epoch and the next batch of this rank, and
@@ -359,7 +379,7 @@ impl Loader {
     /// [`State::options`]).
     fn fingerprint(&self) -> u64 {
         let o = &self.inner.options;
-        Fnv::of_debug(&(
+        let base = Fnv::of_debug(&(
             o.frames,
             o.sampling,
             o.step,
@@ -375,7 +395,13 @@ impl Loader {
             o.is_training(),
             &o.labels,
             o.decode,
-        ))
+        ));
+        // Clips in seconds draw other frames (a state saved without `fps`
+        // keeps its fingerprint).
+        match o.fps {
+            None => base,
+            Some(fps) => Fnv::of_debug(&(base, fps.to_bits(), o.default_fps.to_bits())),
+        }
     }
 
     /// Where the next iteration starts.
@@ -714,7 +740,13 @@ fn make_batch(
         views: Vec::with_capacity(part.len()),
         geometries: Vec::with_capacity(part.len()),
         skipped: Vec::new(),
+        times: Vec::new(),
+        audio: Vec::new(),
+        audio_shape: [0; 3],
+        has_audio: Vec::new(),
+        texts: Vec::new(),
     };
+    let mut sounds: Vec<(Vec<f32>, usize)> = Vec::new();
     let mut out_size: Option<(usize, usize, String)> = None;
     for sample in part {
         if cancel.load(Ordering::Relaxed) {
@@ -731,7 +763,15 @@ fn make_batch(
             &mut frames,
             &mut out_size,
         ) {
-            Ok((indices, geometry)) => {
+            Ok((indices, geometry, media)) => {
+                batch.times.extend(media.times);
+                if let Some(sound) = media.sound {
+                    sounds.push(sound);
+                    batch.has_audio.push(media.has_audio);
+                }
+                if let Some(text) = media.text {
+                    batch.texts.push(text);
+                }
                 batch.geometries.push(geometry);
                 rows.push(sample.slot.sample);
                 batch.ids.push(catalog.id(&item).to_owned());
@@ -765,6 +805,20 @@ fn make_batch(
     }
     let (h, w) = out_size.map_or((0, 0), |(h, w, _)| (h, w));
     batch.shape = [batch.ids.len(), t, h, w, 3];
+    if let Some(a) = o.audio {
+        // One length for the batch: the longest clip's (shorter ones end
+        // in silence).
+        let c = usize::from(a.channels);
+        let s = sounds.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        batch.audio = vec![0.0; sounds.len() * c * s];
+        for (b, (samples, n)) in sounds.iter().enumerate() {
+            for ch in 0..c {
+                let row = (b * c + ch) * s;
+                batch.audio[row..row + n].copy_from_slice(&samples[ch * n..(ch + 1) * n]);
+            }
+        }
+        batch.audio_shape = [sounds.len(), c, s];
+    }
     batch.frames = frames;
     (batch.targets, batch.labels) = catalog.targets.gather(&rows);
     Ok(batch)
@@ -772,15 +826,17 @@ fn make_batch(
 
 /// The frames (indices into the item's) of the clip `sample` of frames
 /// `start..end` in `epoch`, and the clip's random state after drawing them
-/// (from which its crop is drawn): a function of the seed, so that the
-/// prefetcher knows them ahead of the decoding threads.
+/// (from which its crop is drawn): a function of the seed (and, with
+/// `fps`, of the item's `clock`), so that the prefetcher knows them ahead
+/// of the decoding threads. With a clock, also their source times.
 fn clip_frames(
     o: &LoaderOptions,
     start: usize,
     end: usize,
     sample: &Sample,
     epoch: u64,
-) -> (Rng, Vec<usize>) {
+    clock: Option<&Clock>,
+) -> (Rng, Vec<usize>, Vec<f64>) {
     let mut rng = Rng::new(&[
         o.order.seed,
         epoch,
@@ -795,11 +851,54 @@ fn clip_frames(
             count: o.clips,
         }
     };
-    let indices = clip_indices(o.sampling, o.frames, o.step, end - start, placement)
+    if let (Some(fps), Some(clock)) = (o.fps, clock) {
+        let (indices, times) = time_clip(o.sampling, o.frames, fps, clock, (start, end), placement);
+        return (rng, indices, times);
+    }
+    let indices: Vec<usize> = clip_indices(o.sampling, o.frames, o.step, end - start, placement)
         .into_iter()
         .map(|k| start + k)
         .collect();
-    (rng, indices)
+    let times = clock.map_or_else(Vec::new, |c| indices.iter().map(|&k| c.at(k)).collect());
+    (rng, indices, times)
+}
+
+/// What a clip gives beside its frames, when the loader asks for time,
+/// sound or text.
+#[derive(Debug, Default)]
+struct ClipMedia {
+    times: Vec<f64>,
+    /// `[C, S]` floats and `S`.
+    sound: Option<(Vec<f32>, usize)>,
+    has_audio: bool,
+    text: Option<String>,
+}
+
+/// Whether clips need their item's meta: for times, sound or text.
+fn needs_meta(o: &LoaderOptions) -> bool {
+    o.fps.is_some() || o.audio.is_some() || o.texts.is_some()
+}
+
+/// The text of a clip: its segment's `key` (the segment `segment` of the
+/// item's `segments`), else its item's.
+fn clip_text(
+    o: &LoaderOptions,
+    meta: &gulp_format::ItemMeta,
+    segment: Option<usize>,
+    key: &str,
+) -> String {
+    let m = meta.first_meta_data();
+    let of_segment = o.segments.as_ref().zip(segment).and_then(|(spec, k)| {
+        m.and_then(|m| m.get(&spec.key))
+            .and_then(gulp_format::Value::as_array)
+            .and_then(|list| list.get(k))
+            .and_then(|seg| seg.get(key))
+    });
+    match of_segment.or_else(|| m.and_then(|m| m.get(key))) {
+        None | Some(gulp_format::Value::Null) => String::new(),
+        Some(gulp_format::Value::String(s)) => s.clone(),
+        Some(other) => gulp_format::JsonSerializer::value_to_string(other),
+    }
 }
 
 /// The prefetcher's fetching threads for `threads` decoding threads, each
@@ -831,7 +930,11 @@ fn range_clips(
             if !catalog.reads_ranges((item.source, item.chunk)) || end <= start {
                 return None;
             }
-            let (_, frames) = clip_frames(o, start, end, sample, epoch);
+            let clock = needs_meta(o)
+                .then(|| catalog.item_meta(&item).ok())
+                .flatten()
+                .map(|m| Clock::of(&m, item.frames as usize, o.default_fps));
+            let (_, frames, _) = clip_frames(o, start, end, sample, epoch, clock.as_ref());
             let bytes = frames.iter().map(|&k| catalog.frame(&item, k).length).sum();
             Some(((item, frames), bytes))
         })
@@ -848,11 +951,18 @@ fn make_clip(
     renderer: &mut Renderer,
     frames: &mut Vec<u8>,
     out_size: &mut Option<(usize, usize, String)>,
-) -> Result<(Vec<usize>, Geometry)> {
+) -> Result<(Vec<usize>, Geometry, ClipMedia)> {
     let o = &inner.options;
     let id = inner.catalog.id(item);
     let reader = inner.catalog.reader(item)?;
-    let (mut rng, indices) = clip_frames(o, start, end, sample, epoch);
+    let meta = if needs_meta(o) {
+        Some(inner.catalog.item_meta(item)?)
+    } else {
+        None
+    };
+    let n = item.frames as usize;
+    let clock = meta.as_ref().map(|m| Clock::of(m, n, o.default_fps));
+    let (mut rng, indices, times) = clip_frames(o, start, end, sample, epoch, clock.as_ref());
     let codec = o.decode.codec;
     // The clip's frames in one read: from an object store, one range
     // request for frames close together.
@@ -896,7 +1006,40 @@ fn make_clip(
             renderer.render(frame, &geometry, &o.decode, out)
         })?;
     }
-    Ok((indices, geometry))
+    let mut media = ClipMedia::default();
+    if let (Some(meta), Some(clock)) = (&meta, &clock) {
+        if let Some(a) = o.audio {
+            let (from, length) = sound_span(o.fps, clock, &indices, &times, n);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // seconds × rate
+            let samples = (length * f64::from(a.sample_rate)).round().max(0.0) as usize;
+            let mut sound = vec![0.0f32; usize::from(a.channels) * samples];
+            let track = crate::media::track(meta);
+            if let Some(track) = &track {
+                let pcm = reader.audio(id, track)?;
+                let request = gulp_io::audio::SpanRequest {
+                    start: from,
+                    samples,
+                    sample_rate: a.sample_rate,
+                    channels: a.channels,
+                };
+                gulp_io::audio::span_f32(&pcm, track, &request, &mut sound);
+            }
+            media.has_audio = track.is_some();
+            media.sound = Some((sound, samples));
+        }
+        if let Some(key) = &o.texts {
+            media.text = Some(clip_text(
+                o,
+                meta,
+                inner.catalog.segment(sample.slot.sample),
+                key,
+            ));
+        }
+        if o.fps.is_some() || o.audio.is_some() {
+            media.times = times;
+        }
+    }
+    Ok((indices, geometry, media))
 }
 
 /// The batches of one pass, in order; see [`Loader::iter`].

@@ -5,6 +5,7 @@ use gulp_io::{DecodeOptions, DirectoryOptions};
 
 use crate::compose::Sampler;
 use crate::error::{Error, Result};
+use crate::media::{AudioOptions, DEFAULT_FPS};
 use crate::order::Order;
 use crate::ranks::Ranks;
 use crate::sampling::Sampling;
@@ -91,6 +92,18 @@ pub struct LoaderOptions {
     /// One label index for every source (the first source's, then the new
     /// labels of the others numbered after), not one per source.
     pub shared_labels: bool,
+    /// Sample clips in seconds: `frames` frames `1 / fps` seconds apart,
+    /// each the frame on screen then, by the item's frame times
+    /// ([`crate::media`]); `None`: by frame index ([`Sampling`]).
+    pub fps: Option<f64>,
+    /// The rate of an item without frame times and without `fps` or
+    /// `duration` in its meta, for clips in seconds and their times.
+    pub default_fps: f64,
+    /// Give each clip's sound ([`crate::Batch::audio`]).
+    pub audio: Option<AudioOptions>,
+    /// Give each clip's text: this key of its segment, else of its item's
+    /// meta ([`crate::Batch::texts`]).
+    pub texts: Option<String>,
     /// How the sources' directories are opened: for `s3://` ones, the node
     /// cache (by default the one `GULP_CACHE_DIR` names, if set). With a
     /// cache, the loader fetches the chunks the next batches need ahead of
@@ -133,6 +146,10 @@ impl Default for LoaderOptions {
             on_missing: OnMissing::Raise,
             segments: None,
             shared_labels: false,
+            fps: None,
+            default_fps: DEFAULT_FPS,
+            audio: None,
+            texts: None,
             open: DirectoryOptions::default(),
         }
     }
@@ -219,6 +236,25 @@ pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
     }
     if o.local_world_size == Some(0) {
         return bad("local_world_size must be at least 1");
+    }
+    let rate = |x: f64| x.is_finite() && x > 0.0;
+    if o.fps.is_some_and(|f| !rate(f)) || !rate(o.default_fps) {
+        return bad("fps and default_fps must be positive numbers");
+    }
+    if o.fps.is_some() && matches!(o.sampling, Sampling::Frame(_)) {
+        return bad("frame:K sampling picks a frame, not times: it takes no fps");
+    }
+    if let Some(a) = o.audio
+        && !((1..=gulp_format::MAX_SAMPLE_RATE).contains(&a.sample_rate)
+            && (1..=gulp_format::MAX_CHANNELS).contains(&a.channels))
+    {
+        return Err(Error::Config(format!(
+            "audio of {} Hz and {} channels: the rate is 1 to {} Hz, the channels 1 to {}",
+            a.sample_rate,
+            a.channels,
+            gulp_format::MAX_SAMPLE_RATE,
+            gulp_format::MAX_CHANNELS
+        )));
     }
     if o.order.shuffle.chunk_window() == Some(0) {
         return bad("a shuffle by chunks needs windows of at least 1 chunk");
