@@ -224,8 +224,10 @@ mod tests {
 
     #[test]
     fn clocks_come_from_times_then_the_meta_then_the_default() {
-        let mut item = ItemMeta::default();
-        item.frame_times = Some(FrameTimes::List(vec![0.0, 0.1, 0.5]));
+        let mut item = ItemMeta {
+            frame_times: Some(FrameTimes::List(vec![0.0, 0.1, 0.5])),
+            ..ItemMeta::default()
+        };
         assert_eq!(Clock::of(&item, 3, 8.0), Clock::List(vec![0.0, 0.1, 0.5]));
         item.frame_times = None;
         item.meta_data
