@@ -136,7 +136,9 @@ pub enum Command {
     /// Prints `{id: {"frame_info": [[loc, pad, length], ...], "meta_data":
     /// [...]}}` for every item, chunks in numeric order, whatever the meta
     /// format on disk, with the bytes Python's `json.dump` writes (so
-    /// `gulp dump-meta DIR --chunk N` reproduces a gulpio2 meta file exactly).
+    /// `gulp dump-meta DIR --chunk N` reproduces a gulpio2 meta file
+    /// exactly); an item with frame times or sound has its `frame_times` and
+    /// `audio` too, as its JSON meta does (docs/format.md §8).
     /// No newline is added unless stdout is a terminal.
     #[command(after_help = "Example: gulp dump-meta data/train --id 702766 --no-frame-info")]
     DumpMeta(DumpMetaArgs),

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use gulp_format::Value;
 use gulp_io::{Choice, Codec, Dct, DecodeOptions, GulpDirectory};
 use gulp_loader::{
-    Amount, Batch, Batches, Bounds, Compare, CropMode, GivenRanks, ItemFilter, ItemFn, ItemWeights,
+    Amount, AudioOptions, Batch, Batches, Bounds, Compare, CropMode, GivenRanks, ItemFilter, ItemFn, ItemWeights,
     Labels, Launch, Launcher, Loader as RustLoader, LoaderOptions, OnError, OnMissing, Order,
     Predicate, Ranks, Sampler, Sampling, Segments, Shuffle, Source, Spatial, State, Target,
     TargetFn, TargetKeys, TargetKind, TargetValues, Targets, Unit, WeightColumn,
 };
-use ndarray::{Array1, Array2, Array5, ArrayD, IxDyn};
+use ndarray::{Array1, Array2, Array3, Array5, ArrayD, IxDyn};
 use numpy::PyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -520,7 +520,8 @@ impl Loader {
         ratio, flip, batch_size, shuffle, chunk_window, seed, drop_last, rank, world_size,
         local_world_size, torch_ranks, train, threads, prefetch, on_error, label_key, labels,
         dct, codec, strict, sampler, samples_per_epoch, target, target_type, num_classes,
-        on_missing, segments, shared_labels, cache_dir, cache_limit, cache_fetch))]
+        on_missing, segments, shared_labels, cache_dir, cache_limit, cache_fetch, fps,
+        default_fps, audio, sample_rate, channels, texts))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -564,6 +565,12 @@ impl Loader {
         cache_dir: Option<&Bound<'_, PyAny>>,
         cache_limit: Option<&Bound<'_, PyAny>>,
         cache_fetch: Option<&str>,
+        fps: Option<f64>,
+        default_fps: f64,
+        audio: bool,
+        sample_rate: u32,
+        channels: u16,
+        texts: Option<String>,
     ) -> PyResult<Loader> {
         let target = PyTarget::into_target(target, target_type, num_classes)?;
         let segments = segments
@@ -606,6 +613,13 @@ impl Loader {
             segments,
             shared_labels,
             open: open_options(cache_dir, cache_limit, cache_fetch)?,
+            fps,
+            default_fps,
+            audio: audio.then_some(AudioOptions {
+                sample_rate,
+                channels,
+            }),
+            texts,
             ..defaults
         }
         .with_ranks(&ranks);
@@ -821,6 +835,11 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
         views,
         skipped,
         padding,
+        times,
+        audio,
+        audio_shape,
+        has_audio,
+        texts,
         ..
     } = batch;
     let bad = |e: ndarray::ShapeError| Class::Invalid.err(e.to_string());
@@ -851,6 +870,29 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
     let padding = PyArray::from_owned_array(py, Array1::from_vec(padding));
     let ids = PyList::new(py, ids)?;
     let skipped = PyList::new(py, skipped.into_iter().map(|s| (s.id, s.reason)))?;
+    // Time, sound and text, when the loader gives them (None otherwise).
+    let none = || py.None().into_bound(py);
+    let times = if times.is_empty() {
+        none()
+    } else {
+        PyArray::from_owned_array(py, Array2::from_shape_vec((b, t), times).map_err(bad)?)
+            .into_any()
+    };
+    let (sound, has_audio) = if has_audio.is_empty() {
+        (none(), none())
+    } else {
+        let [ab, ac, as_] = audio_shape;
+        let sound = Array3::from_shape_vec((ab, ac, as_), audio).map_err(bad)?;
+        (
+            PyArray::from_owned_array(py, sound).into_any(),
+            PyArray::from_owned_array(py, Array1::from_vec(has_audio)).into_any(),
+        )
+    };
+    let texts = if texts.is_empty() && b > 0 {
+        none()
+    } else {
+        PyList::new(py, texts)?.into_any()
+    };
     PyTuple::new(
         py,
         [
@@ -866,6 +908,10 @@ fn batch_to_py(py: Python<'_>, batch: Batch) -> PyResult<Bound<'_, PyTuple>> {
             sources.into_any(),
             segments.into_any(),
             padding.into_any(),
+            times,
+            sound,
+            has_audio,
+            texts,
         ],
     )
 }
@@ -931,6 +977,13 @@ pub(crate) fn loader_defaults<'py>(py: Python<'py>, kind: &str) -> PyResult<Boun
     d.set_item("samples_per_epoch", o.samples_per_epoch)?;
     d.set_item("on_missing", o.on_missing.name())?;
     d.set_item("shared_labels", o.shared_labels)?;
+    d.set_item("fps", o.fps)?;
+    d.set_item("default_fps", o.default_fps)?;
+    let audio = o.audio.unwrap_or_default();
+    d.set_item("audio", o.audio.is_some())?;
+    d.set_item("sample_rate", audio.sample_rate)?;
+    d.set_item("channels", audio.channels)?;
+    d.set_item("texts", &o.texts)?;
     Ok(d)
 }
 

@@ -86,9 +86,13 @@ fn write_item(
         // the entry is that without the outer braces.
         let one: ChunkMeta = std::iter::once((
             id.to_owned(),
+            // What a JSON meta holds (a msgpack meta's checksums and
+            // metalayers aside): frame times and sound included.
             ItemMeta {
                 frame_info: item.frame_info.clone(),
                 meta_data: item.meta_data.clone(),
+                frame_times: item.frame_times.clone(),
+                audio: item.audio.clone(),
                 ..ItemMeta::default()
             },
         ))

@@ -124,6 +124,10 @@ _BatchParts = Tuple[
     npt.NDArray[np.int64],  # sources [B]
     npt.NDArray[np.int64],  # segments [B, 2]
     npt.NDArray[np.bool_],  # padding [B]
+    Optional[npt.NDArray[np.float64]],  # times [B, T]
+    Optional[npt.NDArray[np.float32]],  # audio [B, C, S]
+    Optional[npt.NDArray[np.bool_]],  # has_audio [B]
+    Optional[list[str]],  # texts
 ]
 
 class _Source(Protocol):
@@ -208,6 +212,12 @@ class Loader:
         cache_dir: Union[None, bool, _Path],
         cache_limit: Union[None, int, str],
         cache_fetch: Optional[str],
+        fps: Optional[float],
+        default_fps: float,
+        audio: bool,
+        sample_rate: int,
+        channels: int,
+        texts: Optional[str],
     ) -> Loader: ...
     @property
     def ranks(self) -> tuple[int, int, int, str, str]: ...

@@ -258,12 +258,21 @@ class Batch:
             give every rank the same number (``drop_last=False`` only, in
             the last batches of an epoch): leave them out of evaluation
             metrics, e.g. ``correct[~batch.padding].sum()``.
+        times: ``float64`` array ``[B, T]``: the source time (seconds) of
+            each frame (with ``fps`` or ``audio``; else ``None``).
+        audio: ``float32`` array ``[B, C, S]``: each clip's sound (with
+            ``audio=True``; else ``None``).
+        has_audio: ``bool`` array ``[B]``: whether each clip's item has
+            sound (silence otherwise; with ``audio=True``, else ``None``).
+        texts: ``list[str]``: each clip's text (with ``texts``; else
+            ``None``).
 
     ``x, y = batch`` unpacks to ``(frames, targets)``.
     """
 
     __slots__ = ("frames", "labels", "ids", "indices", "views", "skipped", "index", "epoch",
-                 "positions", "targets", "sources", "segments", "padding")
+                 "positions", "targets", "sources", "segments", "padding", "times", "audio",
+                 "has_audio", "texts")
 
     frames: npt.NDArray[np.uint8]
     labels: npt.NDArray[Any]
@@ -278,12 +287,20 @@ class Batch:
     epoch: int
     positions: npt.NDArray[np.int64]
     padding: npt.NDArray[np.bool_]
+    times: Optional[npt.NDArray[np.float64]]
+    audio: Optional[npt.NDArray[np.float32]]
+    has_audio: Optional[npt.NDArray[np.bool_]]
+    texts: Optional[list[str]]
 
     def __init__(self, frames: npt.NDArray[np.uint8], targets: npt.NDArray[Any],
                  ids: list[str], indices: npt.NDArray[np.int64], views: npt.NDArray[np.int64],
                  skipped: list[tuple[str, str]], index: int, epoch: int,
                  positions: npt.NDArray[np.int64], sources: npt.NDArray[np.int64],
-                 segments: npt.NDArray[np.int64], padding: npt.NDArray[np.bool_]) -> None:
+                 segments: npt.NDArray[np.int64], padding: npt.NDArray[np.bool_],
+                 times: Optional[npt.NDArray[np.float64]] = None,
+                 audio: Optional[npt.NDArray[np.float32]] = None,
+                 has_audio: Optional[npt.NDArray[np.bool_]] = None,
+                 texts: Optional[list[str]] = None) -> None:
         self.frames = frames
         self.targets = targets
         self.labels = targets
@@ -297,6 +314,10 @@ class Batch:
         self.epoch = epoch
         self.positions = positions
         self.padding = padding
+        self.times = times
+        self.audio = audio
+        self.has_audio = has_audio
+        self.texts = texts
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -407,6 +428,23 @@ class ClipLoader:
         ``segments``: a meta key (or a :class:`Segments`): its list of
         segments makes one sample per segment, clips drawn inside it;
         keys of a segment's object win over the item's for its target.
+
+    Time, sound and text (docs/loader.md, "Time, sound and text"):
+        ``fps``: sample clips in seconds: ``frames`` frames ``1 / fps``
+        seconds apart, each the frame on screen then, by the item's frame
+        times (stored by ``gulp ingest``; else its meta's ``fps``, or its
+        frames over its ``duration``, else ``default_fps``): right across
+        a variable frame rate and any stored rate. ``"window"`` draws a
+        start in the item (or segment), ``"segments"`` one time in each
+        equal span of it. ``batch.times``: ``float64 [B, T]``, the source
+        time of each frame given (each frame's own without ``fps``).
+        ``audio=True``: ``batch.audio``, ``float32 [B, channels, S]`` at
+        ``sample_rate``: the sound of ``[times[:, 0], times[:, 0] + T /
+        fps)`` (without ``fps``: to the end of the last frame, ``S`` the
+        batch's longest), ``S = round(span * sample_rate)``;
+        ``batch.has_audio``: ``bool [B]`` (silence where an item has no
+        sound). ``texts``: a meta key: ``batch.texts``, ``list[str]``, the
+        segment's value (with ``segments``) else the item's.
     """
 
     def __init__(self, path: Union[_Path, Source, Sequence[Union[_Path, Source]]],
@@ -430,7 +468,9 @@ class ClipLoader:
                  shared_labels: bool = False, chunk_window: Optional[int] = None,
                  cache_dir: Union[None, bool, _Path] = None,
                  cache_limit: Union[None, int, str] = None,
-                 cache_fetch: Optional[str] = None) -> None:
+                 cache_fetch: Optional[str] = None, fps: Optional[float] = None,
+                 default_fps: float = 8.0, audio: bool = False, sample_rate: int = 16000,
+                 channels: int = 1, texts: Optional[str] = None) -> None:
         sources = _sources(path, ids, where, weights)
         if isinstance(segments, str):
             segments = Segments(segments)
@@ -451,7 +491,9 @@ class ClipLoader:
             samples_per_epoch=samples_per_epoch, target=target, target_type=target_type,
             num_classes=num_classes, on_missing=on_missing, segments=segments,
             shared_labels=bool(shared_labels), cache_dir=cache_dir, cache_limit=cache_limit,
-            cache_fetch=cache_fetch,
+            cache_fetch=cache_fetch, fps=None if fps is None else float(fps),
+            default_fps=float(default_fps), audio=bool(audio), sample_rate=int(sample_rate),
+            channels=int(channels), texts=texts,
         )
         rank_, world, local, source, local_source = self._native.ranks
         self.rank = Rank(rank_, source)

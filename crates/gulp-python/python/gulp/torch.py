@@ -140,7 +140,11 @@ class ClipDataset(_data.IterableDataset[Any]):
     ``(frames, labels)`` batches (``(frames, labels, batch)`` with
     ``with_batch=True``: the :class:`gulp.Batch` beside the tensors, for its
     ``ids``, ``positions`` and ``padding``: an exact evaluation leaves out
-    the clips with ``batch.padding`` set).
+    the clips with ``batch.padding`` set). With ``fps``, ``audio`` or
+    ``texts``, each batch is a dict: ``frames``, ``labels``, ``times``
+    (``float64 [B, T]``), ``audio`` (``float32 [B, C, S]``) and
+    ``has_audio`` (``bool [B]``) on the frames' device, ``texts`` (a list
+    of ``B`` strings); ``(dict, batch)`` with ``with_batch=True``.
 
     The arguments are ``ClipLoader``'s, plus what :class:`Transfer` takes
     (``device``, ``dtype``, ``mean``, ``std``, ``channels_first``,
@@ -186,12 +190,31 @@ class ClipDataset(_data.IterableDataset[Any]):
             raise GulpRuntimeError(
                 "gulp.torch.ClipDataset decodes on threads of its own: use it with "
                 "DataLoader(num_workers=0, batch_size=None), or iterate over it directly")
+        media = any(self.options.get(k) for k in ("fps", "audio", "texts"))
         for batch in self.loader:
             frames, labels = to_tensors(batch, transfer=self.transfer)
-            if self.with_batch:
-                yield frames, labels, batch
-            else:
-                yield frames, labels
+            out: Any = (frames, labels)
+            if media:
+                out = {"frames": frames, "labels": labels, **self._media(batch)}
+                if self.with_batch:
+                    out = (out, batch)
+            elif self.with_batch:
+                out = (frames, labels, batch)
+            yield out
+
+    def _media(self, batch: Batch) -> dict[str, Any]:
+        """A batch's times, sound and texts as torch users collate them:
+        tensors on the frames' device, texts a list of strings."""
+        out: dict[str, Any] = {}
+        device = self.transfer.device
+        for key in ("times", "audio", "has_audio"):
+            array = getattr(batch, key)
+            if array is not None:
+                tensor = _torch.from_numpy(array)
+                out[key] = tensor if device is None else tensor.to(device, non_blocking=True)
+        if batch.texts is not None:
+            out["texts"] = list(batch.texts)
+        return out
 
     def __len__(self) -> int:
         return len(self.loader)
