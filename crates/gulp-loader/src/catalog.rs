@@ -84,6 +84,8 @@ pub(crate) struct Catalog {
     spans: Option<Vec<Span>>,
     pub(crate) targets: TargetTable,
     pub(crate) composition: Composition,
+    /// Each source's label index, for targets read per batch.
+    pub(crate) spaces: Vec<LabelSpace>,
     /// Samples left out for a missing or unusable value
     /// ([`OnMissing::Skip`]).
     pub(crate) missing: usize,
@@ -324,6 +326,7 @@ impl Catalog {
             targets,
             // Set below: the draws need the classes of the samples read.
             composition: Composition::new(&[], &[], Vec::new(), None)?,
+            spaces: spaces.clone(),
             missing,
             fingerprints: Fingerprints::default(),
         };
@@ -522,8 +525,9 @@ fn read_indexed(
     options: &LoaderOptions,
     spaces: &[LabelSpace],
 ) -> Result<Option<Read>> {
+    let lazy = reads_targets_per_batch(options);
     if options.segments.is_some()
-        || !matches!(options.target, Target::Label)
+        || !(lazy || matches!(options.target, Target::Label))
         || options.labels.key != gulp_io::LABEL_KEY
     {
         return Ok(None);
@@ -549,6 +553,8 @@ fn read_indexed(
         for value in &values {
             match space.class(gulp_io::LABEL_KEY, Some(value)) {
                 Ok(class) => of_code.push(class.unwrap_or(-1)),
+                // The label is not the target: its classes are not needed.
+                Err(_) if lazy => of_code.push(-1),
                 Err(_) => return Ok(None),
             }
         }
@@ -603,7 +609,11 @@ fn read_indexed(
         items: Vec::new(),
         frames: FrameTable::default(),
         spans: None,
-        targets: TargetTable::coded(&options.target, coded),
+        targets: if lazy {
+            TargetTable::lazy(&options.target)
+        } else {
+            TargetTable::coded(&options.target, coded)
+        },
         weights,
         missing: 0,
         subset,
@@ -611,6 +621,23 @@ fn read_indexed(
         firsts,
         indexed: Some(indexed),
     }))
+}
+
+/// Whether, with index files, the target is read from each sample's item
+/// when its batch is made rather than from every meta file when the loader
+/// opens: a target on meta keys (not a function), drawn uniformly (balanced
+/// sampling needs every class first) and an error when missing (skipping
+/// needs to know first).
+fn reads_targets_per_batch(options: &LoaderOptions) -> bool {
+    matches!(
+        options.target,
+        Target::Key(_)
+            | Target::Keys(_)
+            | Target::Float(_)
+            | Target::Floats(_)
+            | Target::MultiHot { .. }
+    ) && options.sampler == Sampler::Uniform
+        && options.on_missing == OnMissing::Raise
 }
 
 /// A source's filter and weights as functions of an index's label codes,

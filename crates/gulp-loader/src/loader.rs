@@ -23,7 +23,7 @@ use crate::rng::Rng;
 use crate::sampling::{Placement, clip_indices};
 use crate::shuffle::block_shuffle;
 use crate::source::Source;
-use crate::targets::Targets;
+use crate::targets::{TargetTable, Targets};
 use crate::transform::{Geometry, Renderer};
 
 /// A clip left out of its batch ([`OnError::Skip`]).
@@ -747,6 +747,11 @@ fn make_batch(
         texts: Vec::new(),
     };
     let mut sounds: Vec<(Vec<f32>, usize)> = Vec::new();
+    // A target read per batch: each clip's, from its item's meta.
+    let mut lazy = catalog
+        .targets
+        .is_lazy()
+        .then(|| TargetTable::new(&o.target));
     let mut out_size: Option<(usize, usize, String)> = None;
     for sample in part {
         if cancel.load(Ordering::Relaxed) {
@@ -764,6 +769,18 @@ fn make_batch(
             &mut out_size,
         ) {
             Ok((indices, geometry, media)) => {
+                if let (Some(table), Some(meta)) = (&mut lazy, &media.meta) {
+                    let id = catalog.id(&item);
+                    let space = &catalog.spaces[item.source as usize];
+                    table
+                        .push(id, meta, None, &o.labels.key, space)
+                        .map_err(|p| Error::Meta {
+                            path: catalog.dirs[item.source as usize].dir.path().to_owned(),
+                            id: id.to_owned(),
+                            key: p.key,
+                            reason: p.reason,
+                        })?;
+                }
                 batch.times.extend(media.times);
                 if let Some(sound) = media.sound {
                     sounds.push(sound);
@@ -820,7 +837,10 @@ fn make_batch(
         batch.audio_shape = [sounds.len(), c, s];
     }
     batch.frames = frames;
-    (batch.targets, batch.labels) = catalog.targets.gather(&rows);
+    (batch.targets, batch.labels) = match &lazy {
+        Some(table) => table.gather(&(0..rows.len()).collect::<Vec<_>>()),
+        None => catalog.targets.gather(&rows),
+    };
     Ok(batch)
 }
 
@@ -872,11 +892,15 @@ struct ClipMedia {
     sound: Option<(Vec<f32>, usize)>,
     has_audio: bool,
     text: Option<String>,
+    /// The item's meta (`meta_data[0]`), for a target read per batch.
+    meta: Option<gulp_format::Value>,
 }
 
-/// Whether clips need their item's meta: for times, sound or text.
-fn needs_meta(o: &LoaderOptions) -> bool {
-    o.fps.is_some() || o.audio.is_some() || o.texts.is_some()
+/// Whether clips need their item's meta: for times, sound, text, or a
+/// target read per batch.
+fn needs_meta(inner: &Inner) -> bool {
+    let o = &inner.options;
+    o.fps.is_some() || o.audio.is_some() || o.texts.is_some() || inner.catalog.targets.is_lazy()
 }
 
 /// The text of a clip: its segment's `key` (the segment `segment` of the
@@ -930,9 +954,9 @@ fn range_clips(
             if !catalog.reads_ranges((item.source, item.chunk)) || end <= start {
                 return None;
             }
-            let clock = needs_meta(o)
-                .then(|| catalog.item_meta(&item).ok())
-                .flatten()
+            let clock = o
+                .fps
+                .and_then(|_| catalog.item_meta(&item).ok())
                 .map(|m| Clock::of(&m, item.frames as usize, o.default_fps));
             let (_, frames, _) = clip_frames(o, start, end, sample, epoch, clock.as_ref());
             let bytes = frames.iter().map(|&k| catalog.frame(&item, k).length).sum();
@@ -955,7 +979,7 @@ fn make_clip(
     let o = &inner.options;
     let id = inner.catalog.id(item);
     let reader = inner.catalog.reader(item)?;
-    let meta = if needs_meta(o) {
+    let meta = if needs_meta(inner) {
         Some(inner.catalog.item_meta(item)?)
     } else {
         None
@@ -1037,6 +1061,13 @@ fn make_clip(
         }
         if o.fps.is_some() || o.audio.is_some() {
             media.times = times;
+        }
+        if inner.catalog.targets.is_lazy() {
+            media.meta = Some(
+                meta.first_meta_data()
+                    .cloned()
+                    .unwrap_or(gulp_format::Value::Null),
+            );
         }
     }
     Ok((indices, geometry, media))

@@ -314,6 +314,9 @@ enum Column {
     /// source's rows in its index and the class of each of the index's
     /// label codes.
     Coded(Vec<(IndexedSource, Vec<i64>)>),
+    /// Nothing held: each sample's value is read from its item's meta when
+    /// its batch is made ([`TargetTable::lazy`]).
+    Lazy,
 }
 
 /// The class of row `row` of a [`Column::Coded`].
@@ -376,6 +379,21 @@ impl TargetTable {
         }
     }
 
+    /// A table that holds nothing: the loader reads each sample's target
+    /// from its item's meta when its batch is made (with index files, for
+    /// a target on any key; [`TargetTable::is_lazy`]).
+    pub(crate) fn lazy(target: &Target) -> TargetTable {
+        TargetTable {
+            column: Column::Lazy,
+            ..TargetTable::new(target)
+        }
+    }
+
+    /// Whether sample values are read when batches are made.
+    pub(crate) fn is_lazy(&self) -> bool {
+        matches!(self.column, Column::Lazy)
+    }
+
     /// The number of rows of a [`Column::Coded`] table.
     fn coded_rows(parts: &[(IndexedSource, Vec<i64>)]) -> usize {
         parts
@@ -391,7 +409,7 @@ impl TargetTable {
             Column::Int(v) => v.reserve_exact(rows * width),
             Column::Float(v) => v.reserve_exact(rows * width),
             Column::Hot { offsets, .. } => offsets.reserve_exact(rows),
-            Column::Coded(_) => {}
+            Column::Coded(_) | Column::Lazy => {}
         }
     }
 
@@ -601,6 +619,8 @@ impl TargetTable {
                     .map(|&r| coded_class(parts, r).unwrap_or(-1))
                     .collect(),
             ),
+            // Read per batch by the loader (`TargetTable::is_lazy`).
+            Column::Lazy => TargetValues::Int64(Vec::new()),
         };
         let labels = match (&values, self.is_class()) {
             (TargetValues::Int64(v), true) => v.clone(),
@@ -627,6 +647,8 @@ impl TargetTable {
             #[allow(clippy::cast_sign_loss)] // the bits, not the value
             Column::Coded(parts) => (0..TargetTable::coded_rows(parts))
                 .for_each(|r| h.write_u64(coded_class(parts, r).unwrap_or(-1) as u64)),
+            // The values are the items', read per batch: the spec says it.
+            Column::Lazy => h.write_str("read per batch"),
         }
         h.finish()
     }
@@ -642,7 +664,7 @@ impl TargetTable {
                 offsets.shrink_to_fit();
                 members.shrink_to_fit();
             }
-            Column::Coded(_) => {}
+            Column::Coded(_) | Column::Lazy => {}
         }
     }
 }

@@ -1675,8 +1675,57 @@ fn batches_are_the_same_with_and_without_index_files() {
         );
         assert_eq!(rest[0].ids, a[1].ids, "{name}");
     }
-    // A predicate on another key, or a function, and a target of another
-    // key, read the meta files.
+    // A target of other keys is read from each sample's item when its
+    // batch is made: the loader opens from the index file, and its batches
+    // are the meta path's.
+    for target in [
+        Target::Key("group".into()),
+        Target::Keys(vec!["verb_class".into(), "noun_class".into()]),
+        Target::Float("duration".into()),
+    ] {
+        let open = |policy| {
+            let options = LoaderOptions {
+                open: indexed(policy),
+                target: target.clone(),
+                ..eval_options()
+            };
+            Loader::from_sources(&[Source::new(&fx.dir)], options).expect("keyed")
+        };
+        let (mut plain, mut with) = (
+            open(gulp_io::IndexPolicy::Off),
+            open(gulp_io::IndexPolicy::Always),
+        );
+        assert!(
+            with.reads_index_files() && !plain.reads_index_files(),
+            "{target:?}"
+        );
+        let (a, b) = (collect(&mut plain), collect(&mut with));
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (&x.ids, &x.targets, &x.labels),
+                (&y.ids, &y.targets, &y.labels),
+                "{target:?}"
+            );
+        }
+    }
+    // A missing value is then an error when its batch is made, naming the
+    // item and the key (item 4 has no score).
+    let options = LoaderOptions {
+        open: indexed(gulp_io::IndexPolicy::Always),
+        target: Target::Float("score".into()),
+        ..eval_options()
+    };
+    let mut loader = Loader::from_sources(&[Source::new(&fx.dir)], options).expect("score");
+    assert!(loader.reads_index_files());
+    let err = loader
+        .iter()
+        .find_map(Result::err)
+        .expect("item 4 has no score")
+        .to_string();
+    assert!(err.contains("item-4") && err.contains("score"), "{err}");
+    // A predicate on another key, or a function, and a balanced sampler on
+    // another key, read the meta files.
     let options = LoaderOptions {
         open: indexed(gulp_io::IndexPolicy::Auto),
         ..eval_options()
@@ -1693,6 +1742,7 @@ fn batches_are_the_same_with_and_without_index_files() {
     }
     let keyed = LoaderOptions {
         target: Target::Key("group".into()),
+        sampler: Sampler::Balanced,
         ..options
     };
     let loader = Loader::from_sources(&[Source::new(&fx.dir)], keyed).expect("key");

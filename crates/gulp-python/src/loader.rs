@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 use gulp_format::Value;
 use gulp_io::{Choice, Codec, Dct, DecodeOptions, GulpDirectory};
 use gulp_loader::{
-    Amount, AudioOptions, Batch, Batches, Bounds, Compare, CropMode, GivenRanks, ItemFilter, ItemFn, ItemWeights,
-    Labels, Launch, Launcher, Loader as RustLoader, LoaderOptions, OnError, OnMissing, Order,
-    Predicate, Ranks, Sampler, Sampling, Segments, Shuffle, Source, Spatial, State, Target,
-    TargetFn, TargetKeys, TargetKind, TargetValues, Targets, Unit, WeightColumn,
+    Amount, AudioOptions, Batch, Batches, Bounds, Compare, CropMode, GivenRanks, ItemFilter,
+    ItemFn, ItemWeights, Labels, Launch, Launcher, Loader as RustLoader, LoaderOptions, OnError,
+    OnMissing, Order, Predicate, Ranks, Sampler, Sampling, Segments, Shuffle, Source, Spatial,
+    State, Target, TargetFn, TargetKeys, TargetKind, TargetValues, Targets, Unit, WeightColumn,
 };
 use ndarray::{Array1, Array2, Array3, Array5, ArrayD, IxDyn};
 use numpy::PyArray;
