@@ -52,6 +52,17 @@ struct Entry {
     source: Source,
 }
 
+/// The meta an entry keeps as JSON text ([`compact`]), with its label's
+/// number added last as `"idx"`.
+pub(crate) fn expand(meta: &str, idx: Option<i64>) -> std::result::Result<Value, ItemError> {
+    let mut meta = JsonSerializer::parse_value(meta.as_bytes())
+        .map_err(|e| ItemError::new(format!("its meta does not read back: {e}")))?;
+    if let (Some(idx), Value::Object(map)) = (idx, &mut meta) {
+        map.insert("idx".into(), Value::Int(idx));
+    }
+    Ok(meta)
+}
+
 /// A meta as the JSON text an [`Entry`] keeps.
 pub(crate) fn compact(meta: &Value) -> Box<str> {
     JsonSerializer::value_to_string(meta).into_boxed_str()
@@ -76,11 +87,7 @@ impl DatasetAdapter for Dataset {
 
     fn item(&self, index: usize) -> std::result::Result<Item, ItemError> {
         let entry = &self.entries[index];
-        let mut meta = JsonSerializer::parse_value(entry.meta.as_bytes())
-            .map_err(|e| ItemError::new(format!("its meta does not read back: {e}")))?;
-        if let (Some(idx), Value::Object(map)) = (entry.idx, &mut meta) {
-            map.insert("idx".into(), Value::Int(idx));
-        }
+        let meta = expand(&entry.meta, entry.idx)?;
         let frames = match &entry.source {
             Source::Video(path) => FrameSource::Video(path.clone()),
             Source::VideoIn(dir) => FrameSource::Video(single_video(dir)?),

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use gulp_format::{JsonSerializer, Map, Value};
 use gulp_io::LabelIndex;
 
-use crate::adapters::{compact, csv_value, id_string, timestamp_seconds};
+use crate::adapters::{compact, csv_value, expand, id_string, timestamp_seconds};
 use crate::cut::Span;
 use crate::dataset::{DatasetAdapter, FrameSource, Item};
 use crate::error::{Error, ItemError, Result};
@@ -297,11 +297,7 @@ impl DatasetAdapter for Manifest {
     fn item(&self, index: usize) -> std::result::Result<Item, ItemError> {
         let entry = &self.entries[index];
         let (source, span) = entry.what.clone().map_err(ItemError::new)?;
-        let mut meta = JsonSerializer::parse_value(entry.meta.as_bytes())
-            .map_err(|e| ItemError::new(format!("its meta does not read back: {e}")))?;
-        if let (Some(idx), Value::Object(map)) = (entry.idx, &mut meta) {
-            map.insert("idx".into(), Value::Int(idx));
-        }
+        let meta = expand(&entry.meta, entry.idx)?;
         Ok(Item {
             meta,
             frames: FrameSource::Clip {

@@ -69,34 +69,13 @@ pub fn decode_video(
     }
     let status = child.wait();
     let message = stderr_text(stderr);
-    let stream = result.map_err(|e| match &message {
-        Some(m) if e.path.is_none() => ItemError::at(path, format!("{}; ffmpeg: {m}", e.reason)),
-        _ => e,
-    })?;
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => {
-            let message = message.as_deref().unwrap_or("no message");
-            let what = if message.contains("does not contain any stream")
-                || message.contains("matches no streams")
-            {
-                "no video stream"
-            } else {
-                "ffmpeg failed"
-            };
-            return Err(ItemError::at(path, format!("{what} ({s}): {message}")));
-        }
-        Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
-    }
-    if stream.frames == 0 {
-        return Err(ItemError::at(
-            path,
-            match message {
-                Some(m) => format!("no frames decoded; ffmpeg: {m}"),
-                None => "no frames decoded (the video has no video frames)".into(),
-            },
-        ));
-    }
+    let stream = finished(
+        path,
+        result,
+        status,
+        message.as_deref(),
+        "the video has no video frames",
+    )?;
     Ok(Decoded {
         warning: message,
         frame_rate: stream.rate,
@@ -305,35 +284,16 @@ fn timed_once(
     });
     let (read, status, times, sound, last) = result;
     let message = stderr_text(stderr);
-    let frames = read.map_err(|e| match &message {
-        Some(m) if e.path.is_none() => ItemError::at(path, format!("{}; ffmpeg: {m}", e.reason)),
-        _ => e,
-    })?;
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => {
-            let message = message.as_deref().unwrap_or("no message");
-            return Err(ItemError::at(
-                path,
-                format!("ffmpeg failed ({s}): {message}"),
-            ));
-        }
-        Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
-    }
+    let frames = finished(path, read, status, message.as_deref(), "none in the span")?;
     if let Some(Err(e)) = times {
         return Err(ItemError::at(
             path,
             format!("reading the frames' times from ffmpeg: {e}"),
         ));
     }
-    let Some((pts, dur)) = last.filter(|_| frames.frames > 0) else {
-        return Err(ItemError::at(
-            path,
-            match message {
-                Some(m) => format!("no frames decoded; ffmpeg: {m}"),
-                None => "no frames decoded in the span".into(),
-            },
-        ));
+    let (pts, dur) = match last {
+        Some(last) if frames.frames > 0 => last,
+        _ => return Err(ItemError::at(path, "no frames decoded in the span")),
     };
     let audio = match sound {
         None => None,
@@ -351,6 +311,47 @@ fn timed_once(
         warning: message,
         audio,
     })
+}
+
+/// The stream an ffmpeg run read, once it has exited: a read error with
+/// what ffmpeg said, its exit status, and a stream without frames (`why`
+/// when ffmpeg said nothing) are the item's errors.
+fn finished(
+    path: &Path,
+    read: Result<Stream, ItemError>,
+    status: std::io::Result<std::process::ExitStatus>,
+    message: Option<&str>,
+    why: &str,
+) -> Result<Stream, ItemError> {
+    let stream = read.map_err(|e| match message {
+        Some(m) if e.path.is_none() => ItemError::at(path, format!("{}; ffmpeg: {m}", e.reason)),
+        _ => e,
+    })?;
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            let message = message.unwrap_or("no message");
+            let what = if message.contains("does not contain any stream")
+                || message.contains("matches no streams")
+            {
+                "no video stream"
+            } else {
+                "ffmpeg failed"
+            };
+            return Err(ItemError::at(path, format!("{what} ({s}): {message}")));
+        }
+        Err(e) => return Err(ItemError::at(path, format!("waiting for ffmpeg: {e}"))),
+    }
+    if stream.frames == 0 {
+        return Err(ItemError::at(
+            path,
+            match message {
+                Some(m) => format!("no frames decoded; ffmpeg: {m}"),
+                None => format!("no frames decoded ({why})"),
+            },
+        ));
+    }
+    Ok(stream)
 }
 
 /// `file:PATH`, so that ffmpeg takes the path as a file whatever it holds.
