@@ -140,7 +140,8 @@ impl WriterBuilder {
     /// Number string labels (default on): an item whose meta is an object
     /// with a `"label"` string gets `"idx"`, the label's number in
     /// `label2idx.json` (existing numbers kept, new labels numbered after
-    /// them), and the file is written before each commit that needs it.
+    /// them, in the order first met), and the file is written before each
+    /// commit that needs it.
     pub fn number_labels(&mut self, on: bool) -> &mut Self {
         self.number_labels = on;
         self
@@ -225,8 +226,9 @@ fn encode(
 /// let report = writer.finish()?;
 /// assert_eq!((report.items, report.chunks), (3, vec![0, 1]));
 /// let gulp = gulp_io::GulpDirectory::open(out.path())?;
-/// // Labels numbered in label2idx.json, the number added as "idx".
-/// assert_eq!(gulp.meta_data("clip-1")?[0].get("idx"), Some(&Value::from(0i64)));
+/// // Labels numbered in label2idx.json as first met (dog 0, cat 1), the
+/// // number added to the meta as "idx".
+/// assert_eq!(gulp.meta_data("clip-1")?.get("idx"), Some(&Value::from(1i64)));
 /// # Ok(())
 /// # }
 /// ```
@@ -381,6 +383,12 @@ impl Writer {
     /// What was cleaned up at open from an interrupted earlier write.
     pub fn recovered(&self) -> &[gulp_io::Recovery] {
         &self.report.recovered
+    }
+
+    /// Whether an error stopped the writer: every call but `finish` (which
+    /// then returns [`Error::WriterStopped`]) is refused.
+    pub fn is_stopped(&self) -> bool {
+        self.pool.is_none()
     }
 
     /// Adds an item: `meta` (its `meta_data` entry) and its frames.

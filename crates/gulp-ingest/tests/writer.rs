@@ -18,7 +18,7 @@ use gulp_test_support::media;
 /// `seed`, so that every frame differs.
 fn frame(width: u32, height: u32, channels: u8, seed: u8) -> Pixels {
     let data = (0..width * height * u32::from(channels))
-        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .map(|i| (i.to_le_bytes()[0]).wrapping_mul(7).wrapping_add(seed))
         .collect();
     Pixels {
         width,
