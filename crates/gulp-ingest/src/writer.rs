@@ -204,10 +204,11 @@ fn encode(
 /// `items_per_chunk`, encoding pixels on worker threads.
 ///
 /// Close it with [`finish`](Writer::finish), which commits the last chunk
-/// and returns what was written. A writer dropped without `finish` (or
-/// after an error) keeps the chunks committed so far and discards the
-/// chunk being filled, as a killed one does; running the same program again
-/// with [`OnExists::Skip`] finishes the job.
+/// and returns what was written. A writer dropped without `finish` commits
+/// the chunks completed before (full, or ended by
+/// [`end_chunk`](Writer::end_chunk)) and discards the chunk being filled;
+/// one stopped by an error, or killed, leaves the chunks committed so far.
+/// Running the same program again with [`OnExists::Skip`] finishes the job.
 ///
 /// ```
 /// use gulp_ingest::{Frames, Pixels, Writer};
@@ -312,12 +313,17 @@ enum Message {
     EndChunk { seq: usize },
     /// [`Writer::finish`]: every item is here; commit the rest.
     End { seq: usize },
+    /// The writer was dropped: discard the chunk being filled.
+    Abort { seq: usize },
 }
 
 impl Message {
     fn seq(&self) -> usize {
         match self {
-            Message::Item { seq, .. } | Message::EndChunk { seq } | Message::End { seq } => *seq,
+            Message::Item { seq, .. }
+            | Message::EndChunk { seq }
+            | Message::End { seq }
+            | Message::Abort { seq } => *seq,
         }
     }
 }
@@ -623,10 +629,11 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// Stops the threads without committing the chunk being filled.
+    /// Writes and commits the chunks completed before (full, or ended by
+    /// `end_chunk`), discards the chunk being filled, stops the threads.
     fn drop(&mut self) {
         if let Some(pool) = self.pool.take() {
-            pool.stop.store(true, Ordering::Relaxed);
+            let _ = pool.results.send(Message::Abort { seq: self.seq });
             let _ = pool.join();
         }
     }
@@ -793,11 +800,11 @@ struct Committer {
 }
 
 impl Committer {
-    /// Writes until the end marker (then commits the last chunk) or until
-    /// the channel closes without it (the writer was dropped: the chunk
-    /// being filled is discarded). On an error the other threads are told
-    /// to stop; the chunk writer dropped with the error removes its
-    /// temporary files.
+    /// Writes until the end marker (then commits the last chunk), the abort
+    /// marker (the writer was dropped: the chunks completed before it are
+    /// committed, the chunk being filled is discarded) or an error. On an
+    /// error the other threads are told to stop; the chunk writer dropped
+    /// with the error removes its temporary files.
     fn run(mut self, results: &Receiver<Message>) -> Result<Committed> {
         let outcome = self.write_in_order(results);
         if outcome.is_err() {
@@ -836,11 +843,15 @@ impl Committer {
                     }
                     Message::EndChunk { .. } => self.commit()?,
                     Message::End { .. } => return self.commit(),
+                    Message::Abort { .. } => {
+                        self.writer = None;
+                        return Ok(());
+                    }
                 }
             }
         }
-        // The channel closed without the end marker: the writer was dropped
-        // or stopped after an error; the chunk being filled is discarded.
+        // The channel closed without a marker: the writer stopped after an
+        // error; the chunk being filled is discarded.
         Ok(())
     }
 

@@ -515,22 +515,29 @@ fn leftovers_of_an_interrupted_write_are_recovered_at_open() {
     assert!(media::names(dir).is_empty());
 }
 
-/// A writer dropped without `finish` keeps the committed chunks and
-/// discards the one being filled, temporary files included.
+/// A writer dropped without `finish` commits the chunks completed before
+/// (full, or ended) and discards the one being filled, temporary files
+/// included.
 #[test]
-fn a_dropped_writer_keeps_committed_chunks_only() {
+fn a_dropped_writer_commits_completed_chunks_only() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let mut writer = builder(2, 2).open(dir).unwrap();
     for id in ["a", "b", "c"] {
         writer
-            .add(id, Value::Null, Frames::Jpeg(vec![noise_jpeg()]))
+            .add(id, Value::Null, Frames::Pixels(vec![frame(64, 64, 3, 0)]))
             .unwrap();
     }
-    wait_for(&dir.join("meta_0.gmeta"));
+    writer.end_chunk().unwrap();
+    writer
+        .add("d", Value::Null, Frames::Pixels(vec![frame(64, 64, 3, 0)]))
+        .unwrap();
     drop(writer);
-    assert_eq!(media::names(dir), ["data_0.gulp", "meta_0.gmeta"]);
-    assert_eq!(chunks(dir), [(0, ids(&["a", "b"]))]);
+    assert_eq!(
+        media::names(dir),
+        ["data_0.gulp", "data_1.gulp", "meta_0.gmeta", "meta_1.gmeta"]
+    );
+    assert_eq!(chunks(dir), [(0, ids(&["a", "b"])), (1, ids(&["c"]))]);
     // The lock went with it.
     builder(2, 1).open(dir).unwrap().finish().unwrap();
 }

@@ -62,7 +62,7 @@ def test_arrays_and_jpeg_bytes_round_trip_in_gulp_and_gulpio2(tmp_path, clip):
     assert w.closed
     report = w.close()  # the same report again
     assert (report["items"], report["frames"], report["chunks"]) == (6, 8 + 5 + 3 + 8 + 4 + 2, [0, 1])
-    assert report["label_file"] == os.path.join(out, "label2idx.json")
+    assert os.fspath(report["label_file"]) == os.path.join(out, "label2idx.json")
     with open(report["label_file"]) as f:
         assert json.load(f) == {"dog": 0, "cat": 1, "bird": 2}
     assert chunk_ids(out) == {0: ["video", "gray", "list", "strided"], 1: ["jpegs", "7"]}
@@ -198,8 +198,9 @@ BAD = [
 
 def bad_frames(kind):
     good = jpeg(np.full((16, 16, 3), 90, np.uint8))
-    return {"JPEG+PNG": [good, b"\x89PNG\r\n\x1a\n"], "CUT": [good[:100]],
-            "MIXED": [np.zeros((8, 8, 3), np.uint8), good], "ONE": good}.get(kind, kind)
+    made = {"JPEG+PNG": [good, b"\x89PNG\r\n\x1a\n"], "CUT": [good[:100]],
+            "MIXED": [np.zeros((8, 8, 3), np.uint8), good], "ONE": good}
+    return made[kind] if isinstance(kind, str) else kind
 
 
 @pytest.mark.parametrize("id_,frames,where,reason", BAD, ids=[b[0] for b in BAD])
@@ -272,11 +273,7 @@ def test_abort_discards_the_chunk_being_filled(tmp_path, clip):
     w = gulp.Writer(out, items_per_chunk=2)
     for id_ in "abc":
         w.add(id_, rgb[:1])
-    deadline = time.monotonic() + 30
-    while not os.path.exists(os.path.join(out, "meta_0.gmeta")):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    w.abort()
+    w.abort()  # a and b make a chunk: written and committed; c is discarded
     assert w.closed
     assert names(out) == ["data_0.gulp", "meta_0.gmeta"]
     with pytest.raises(gulp.InvalidInputError, match="the writer is closed"):

@@ -131,8 +131,9 @@ class Writer:
         return self.report
 
     def abort(self) -> None:
-        """Closes without committing the chunk being filled (the chunks
-        committed so far stay)."""
+        """Closes without committing the chunk being filled: the chunks
+        completed before (full, or ended by ``end_chunk``) are written and
+        committed, the items after them discarded."""
         self._native.abort()
 
     def __enter__(self) -> Writer:
@@ -152,7 +153,7 @@ class Writer:
     def __del__(self) -> None:
         native = getattr(self, "_native", None)
         if native is not None and native.is_open:
-            warnings.warn(f"{self!r} was not closed: the chunk being filled is discarded",
+            warnings.warn(f"{self!r} was not closed: the chunk being filled was discarded",
                           ResourceWarning, stacklevel=2)
             native.abort()
 
