@@ -42,12 +42,15 @@ import tempfile
 
 import numpy as np
 
-import gulp
-import gulpio2
-import gulpio2.adapters
-import webdataset as wds
+# gulpio2's progress bar (tqdm) off: stdout holds the results.
+os.environ.setdefault("TQDM_DISABLE", "1")
 
-from timing import best_rate, logger, ratio
+import gulp  # noqa: E402
+import gulpio2  # noqa: E402
+import gulpio2.adapters  # noqa: E402
+import webdataset as wds  # noqa: E402
+
+from timing import best_rate, logger, ratio  # noqa: E402
 
 log = logger("bench_writer")
 
