@@ -125,10 +125,51 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
-    /// Another ingest is writing into the same directory.
-    #[error("{}: another ingest is writing into this directory", path.display())]
+    /// Another ingest or [`Writer`](crate::Writer) is writing into the
+    /// same directory.
+    #[error("{}: another ingest or writer is writing into this directory", path.display())]
     Locked {
         /// The output directory.
+        path: PathBuf,
+    },
+    /// An item a [`Writer`](crate::Writer) was given that it cannot store
+    /// (no frames, a frame that is not a JPEG or not 8-bit gray or RGB
+    /// pixels, an `"idx"` that is not its label's number); nothing of it
+    /// was written.
+    #[error(
+        "{}: id {id:?}{}: {reason}",
+        dir.display(),
+        frame.map(|k| format!(" frame {k}")).unwrap_or_default()
+    )]
+    Rejected {
+        /// The directory written.
+        dir: PathBuf,
+        /// The item's id.
+        id: String,
+        /// The frame at fault, when one is.
+        frame: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An id a [`Writer`](crate::Writer) was given twice, or that is
+    /// already in the directory.
+    #[error("{}: id {id:?} {reason}", dir.display())]
+    IdExists {
+        /// The directory written.
+        dir: PathBuf,
+        /// The id.
+        id: String,
+        /// Where it is already ("is already in the directory", "was given
+        /// twice").
+        reason: String,
+    },
+    /// A [`Writer`](crate::Writer) used after an error stopped it.
+    #[error(
+        "{}: the writer stopped after an error; committed chunks are kept, open a new writer to go on",
+        path.display()
+    )]
+    WriterStopped {
+        /// The directory written.
         path: PathBuf,
     },
     /// Options that cannot work together.

@@ -6,7 +6,9 @@
 //! encodes JPEGs on worker threads, and writes chunks in input order with
 //! [`gulp_io::ChunkWriter`], so every chunk is committed atomically and the
 //! output does not depend on the number of workers. Built-in adapters cover
-//! every input layout of gulpio2's scripts ([`adapters`]).
+//! every input layout of gulpio2's scripts ([`adapters`]). A program that
+//! holds its frames (pixels or JPEG bytes) pushes them into a [`Writer`]
+//! instead, which writes through the same lock, encoder and chunk commits.
 //!
 //! # Example
 //!
@@ -42,6 +44,7 @@ mod request;
 pub mod shard;
 mod staging;
 pub mod video;
+mod writer;
 pub mod yuv;
 
 pub use crate::dataset::{DatasetAdapter, FrameSource, Item, Pixels};
@@ -50,3 +53,4 @@ pub use crate::frames::{FrameOptions, SubsamplingChoice};
 pub use crate::pipeline::{IngestOptions, IngestReport, Progress, ingest};
 pub use crate::request::{AdapterKind, AdapterOptions, IngestRequest};
 pub use crate::shard::{PLAN_FILE, Plan, Shard, finished_tasks, is_bookkeeping};
+pub use crate::writer::{Frames, OnExists, Writer, WriterBuilder};

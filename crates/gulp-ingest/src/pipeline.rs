@@ -365,7 +365,7 @@ pub fn ingest(
 /// The output directory as the run plans from it: its index file read if
 /// fresh, never built here (the run is about to make it stale;
 /// [`refresh_index`] writes it after).
-fn open_output(output: &Path) -> Result<GulpDirectory> {
+pub(crate) fn open_output(output: &Path) -> Result<GulpDirectory> {
     Ok(GulpDirectory::options()
         .index(GulpDirectory::writer_index_policy()?)
         .open(output)?)
@@ -456,7 +456,7 @@ fn frame_options(adapter: &dyn DatasetAdapter, opts: &IngestOptions) -> FrameOpt
 /// Takes an exclusive lock on the output directory itself for the run, so
 /// two ingests never write into one directory (released on drop, and by the
 /// OS if the process dies; no lock file is left behind).
-fn lock(output: &Path) -> Result<File> {
+pub(crate) fn lock(output: &Path) -> Result<File> {
     let dir = File::open(output).map_err(|e| Error::io("opening", output, e))?;
     match dir.try_lock() {
         Ok(()) => Ok(dir),
@@ -1093,7 +1093,7 @@ fn publish_file(local: &Path, url: &Path) -> Result<()> {
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

@@ -103,12 +103,14 @@ pub(crate) fn ingest_err(e: gulp_ingest::Error) -> PyErr {
     match e {
         gulp_ingest::Error::Gulp(e) => io_err(e),
         gulp_ingest::Error::Io { ref source, .. } => io_class(source).err(e.to_string()),
-        gulp_ingest::Error::Input { .. } | gulp_ingest::Error::Options(_) => {
-            Class::Invalid.err(e.to_string())
-        }
+        gulp_ingest::Error::Input { .. }
+        | gulp_ingest::Error::Options(_)
+        | gulp_ingest::Error::Rejected { .. } => Class::Invalid.err(e.to_string()),
+        gulp_ingest::Error::IdExists { .. } => Class::DuplicateId.err(e.to_string()),
         gulp_ingest::Error::Item { .. }
         | gulp_ingest::Error::WorkerPanic { .. }
         | gulp_ingest::Error::Locked { .. }
+        | gulp_ingest::Error::WriterStopped { .. }
         | gulp_ingest::Error::Merge(_) => Class::Ingest.err(e.to_string()),
     }
 }

@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::errors::{Class, ingest_err, io_err, os_err};
 use crate::writer::meta_format;
 
-fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn report_dict<'py>(py: Python<'py>, r: &IngestReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("items", r.items)?;
     d.set_item("frames", r.frames)?;

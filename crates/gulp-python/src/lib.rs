@@ -12,6 +12,7 @@
 mod codec;
 mod convert;
 mod directory;
+mod directory_writer;
 mod errors;
 mod ingest;
 mod lint;
@@ -38,6 +39,7 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INDEX_FILE", gulp_io::gulp_format::INDEX_FILE)?;
     m.add_class::<directory::Directory>()?;
     m.add_class::<writer::Writer>()?;
+    m.add_class::<directory_writer::DirectoryWriter>()?;
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::BatchIter>()?;
     m.add_function(wrap_pyfunction!(codec::encode_jpeg, m)?)?;

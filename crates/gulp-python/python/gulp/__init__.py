@@ -15,6 +15,7 @@ clip loader; docs/benchmarks.md has the figures)::
     jpegs = gd.raw("12345")               # zero-copy memoryviews of the map (bytes on s3://)
 
 ``gulp.fileio``, ``gulp.utils`` and ``gulp.adapters`` carry gulpio2's names;
+``gulp.Writer`` writes items a program holds (numpy frames or JPEG bytes),
 ``gulp.ingest`` runs the built-in adapters of the ``gulp`` command,
 ``gulp.check`` checks a directory, ``gulp.lint`` finds what is wrong with
 the data (duplicates, leaks, dark or frozen frames, ...), ``gulp.ClipLoader`` (and ``gulp.ImageLoader``,
@@ -36,6 +37,7 @@ from .clips import Batch, ClipLoader, ImageLoader, Segments, Source
 from .columns import col
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
+from .writer import Writer
 
 if TYPE_CHECKING:
     from ._gulp import _Path
@@ -53,6 +55,7 @@ __all__ = [
     "GulpChunk",
     "ChunkWriter",
     "GulpIngestor",
+    "Writer",
     "ClipLoader",
     "ImageLoader",
     "Batch",

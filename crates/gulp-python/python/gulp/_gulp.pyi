@@ -15,6 +15,7 @@ __all__ = [
     "INDEX_FILE",
     "Directory",
     "Writer",
+    "DirectoryWriter",
     "Loader",
     "BatchIter",
     "encode_jpeg",
@@ -109,6 +110,36 @@ class Writer:
     def append(self, id: str, meta: Any, frames: Sequence[npt.NDArray[np.uint8]], quality: int = 90) -> int: ...
     def append_jpegs(self, id: str, meta: Any, frames: Sequence[bytes]) -> int: ...
     def commit(self, reopen: bool = False) -> dict[str, Any]: ...
+    def abort(self) -> None: ...
+
+@final
+class DirectoryWriter:
+    def __new__(
+        cls,
+        path: _Path,
+        items_per_chunk: int = 100,
+        *,
+        quality: int = 90,
+        subsampling: str = "auto",
+        meta_format: str = "json",
+        on_exists: str = "error",
+        labels: bool = True,
+        threads: Optional[int] = None,
+        fsync: bool = True,
+    ) -> DirectoryWriter: ...
+    @property
+    def is_open(self) -> bool: ...
+    @property
+    def stopped(self) -> bool: ...
+    def recovered(self) -> list[str]: ...
+    def add(
+        self,
+        id: str,
+        frames: Union[npt.NDArray[np.uint8], Sequence[Union[npt.NDArray[np.uint8], bytes, bytearray, memoryview]]],
+        meta: Any,
+    ) -> bool: ...
+    def end_chunk(self) -> None: ...
+    def finish(self) -> dict[str, Any]: ...
     def abort(self) -> None: ...
 
 _BatchParts = Tuple[

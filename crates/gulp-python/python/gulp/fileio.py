@@ -22,7 +22,6 @@ import os
 import re
 import warnings
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import (TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, NamedTuple,
                     Optional, Sequence, Tuple, TypeVar, Union)
@@ -36,6 +35,7 @@ from ._serializers import (AbstractSerializer, JSONSerializer, PickleSerializer,
                            json_serializer, pickle_serializer)
 from .errors import GulpNotImplementedError, InvalidInputError, UnknownIdError
 from .utils import calculate_chunk_slices, extract_input_for_getitem, jpeg_bytes_to_img
+from .writer import Writer
 
 if TYPE_CHECKING:
     from ._gulp import _Path, _Scale, _Selection
@@ -556,27 +556,19 @@ class ChunkWriter:
                     print("Failed to write video with id: {}; no frames".format(id_))
 
 
-def _write_new_chunk(adapter: AbstractDatasetAdapter, output_chunk: GulpChunk,
-                     input_slice: slice) -> str:
-    # Like ChunkWriter.write_chunk, but never replaces a chunk that appeared
-    # meanwhile ('xb').
-    with output_chunk.open("xb"):
-        for video in adapter.iter_data(input_slice):
-            frames = video["frames"]
-            if len(frames) > 0:
-                output_chunk.append(video["id"], video["meta"], frames)
-            else:
-                print("Failed to write video with id: {}; no frames".format(video["id"]))
-    return output_chunk.data_file_path
-
-
 class GulpIngestor:
     """Ingests an adapter's items into new chunks of ``output_folder``.
 
     ``adapter`` is a ``gulp.adapters.AbstractDatasetAdapter``; every
-    ``videos_per_chunk`` items make a chunk, written by ``num_workers``
-    processes (in this process when 1). Frames are encoded by libjpeg-turbo
-    on every core of the worker, and each chunk is committed atomically.
+    ``videos_per_chunk`` items of it make a chunk (the slices of
+    ``calculate_chunk_slices``, as in gulpio2: an item without frames is
+    left out and leaves its chunk shorter). The adapter is read in the
+    calling process, and the items go through a ``gulp.Writer``: frames
+    are encoded by libjpeg-turbo on ``num_workers`` threads (gulpio2's
+    bytes, at ``gulp.utils._JPEG_WRITE_QUALITY``), each chunk is committed
+    atomically, and an id already in the directory, or given twice,
+    raises ``DuplicateIdError`` before anything of it is written. An
+    exception discards the chunk being filled; the chunks before it stay.
     """
 
     def __init__(self, adapter: AbstractDatasetAdapter, output_folder: _Path,
@@ -588,20 +580,23 @@ class GulpIngestor:
         self.num_workers = int(num_workers)
 
     def __call__(self) -> None:
-        os.makedirs(self.output_folder, exist_ok=True)
         chunk_slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
-        gulp_directory = GulpDirectory(self.output_folder)
-        new_chunks = list(gulp_directory.new_chunks(len(chunk_slices)))
-        if self.num_workers == 1:
-            for chunk, chunk_slice in zip(new_chunks, chunk_slices):
-                _write_new_chunk(self.adapter, chunk, chunk_slice)
-            return
-        with ProcessPoolExecutor(max_workers=self.num_workers) as executor:
-            results = executor.map(
-                _write_new_chunk,
-                [self.adapter] * len(new_chunks),
-                new_chunks,
-                chunk_slices,
-            )
-            for _ in results:
-                pass
+        # 4:4:4, no label numbering: what gulpio2 writes.
+        writer = Writer(self.output_folder, self.videos_per_chunk,
+                        quality=_utils._JPEG_WRITE_QUALITY, subsampling="444", labels=False,
+                        threads=self.num_workers)
+        try:
+            for chunk_slice in chunk_slices:
+                for video in self.adapter.iter_data(chunk_slice):
+                    frames = video["frames"]
+                    if len(frames) > 0:
+                        writer.add(video["id"], frames, video["meta"])
+                    else:
+                        print("Failed to write video with id: {}; no frames".format(video["id"]))
+                writer.end_chunk()
+        except BaseException:
+            # As a chunk written with open('xb'): the chunk being filled is
+            # discarded, the chunks before it stay.
+            writer.abort()
+            raise
+        writer.close()
