@@ -17,7 +17,7 @@
 //!   every task done removes the plan and the done files, leaving exactly
 //!   what one unsharded run writes.
 //!
-//! All of them start with [`TEMP_PREFIX`], so readers ignore them and
+//! All of them start with [`TEMP_PREFIX`](gulp_format::TEMP_PREFIX), so readers ignore them and
 //! `gulp recover` (run when no task is running) clears them.
 //!
 //! In an object store there are no locks: the plan and the done files are

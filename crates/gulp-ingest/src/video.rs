@@ -95,7 +95,7 @@ pub struct Decoded {
 
 /// How much earlier than asked a timed decode starts, so that the frame on
 /// screen at the asked time (shown before it) is decoded too.
-const SEEK_MARGIN_S: f64 = 1.0;
+pub const SEEK_MARGIN_S: f64 = 1.0;
 
 /// The sound a timed decode is asked for: resampled and mixed by ffmpeg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -94,7 +94,8 @@ pub struct LoaderOptions {
     pub shared_labels: bool,
     /// Sample clips in seconds: `frames` frames `1 / fps` seconds apart,
     /// each the frame on screen then, by the item's frame times
-    /// ([`crate::media`]); `None`: by frame index ([`Sampling`]).
+    /// (docs/loader.md, "Time, sound and text"); `None`: by frame index
+    /// ([`Sampling`]).
     pub fps: Option<f64>,
     /// The rate of an item without frame times and without `fps` or
     /// `duration` in its meta, for clips in seconds and their times.
