@@ -318,20 +318,6 @@ impl Audio {
     }
 }
 
-/// An item's frame times and audio as (key, value), in the order they are
-/// written: the extra item keys of a JSON meta, the extra metalayers of a
-/// msgpack one.
-pub(crate) fn media_entries(
-    item: &crate::meta::ItemMeta,
-) -> impl Iterator<Item = (&'static str, Value)> + '_ {
-    let times = item
-        .frame_times
-        .as_ref()
-        .map(|t| (FRAME_TIMES_KEY, t.to_value()));
-    let audio = item.audio.as_ref().map(|a| (AUDIO_KEY, a.to_value()));
-    times.into_iter().chain(audio)
-}
-
 /// Moves the frame times and audio out of an item's extra entries (JSON
 /// item keys, msgpack metalayers) into their types, for an item of
 /// `n_frames` frames.

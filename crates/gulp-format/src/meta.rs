@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 
 use crate::layout::FrameInfo;
-use crate::media::{Audio, FrameTimes};
+use crate::media::{AUDIO_KEY, Audio, FRAME_TIMES_KEY, FrameTimes};
 use crate::meta_data::MetaData;
 use crate::value::{Map, Value};
 
@@ -32,6 +32,18 @@ impl ItemMeta {
     /// The `meta_data` entry readers see: the first one, as in gulpio2.
     pub fn first_meta_data(&self) -> Option<&Value> {
         self.meta_data.first()
+    }
+
+    /// The item's frame times and audio as (key, value), in the order they
+    /// are written: the extra item keys of a JSON meta, the extra
+    /// metalayers of a msgpack one (`docs/format.md` §8).
+    pub(crate) fn media_entries(&self) -> impl Iterator<Item = (&'static str, Value)> + '_ {
+        let times = self
+            .frame_times
+            .as_ref()
+            .map(|t| (FRAME_TIMES_KEY, t.to_value()));
+        let audio = self.audio.as_ref().map(|a| (AUDIO_KEY, a.to_value()));
+        times.into_iter().chain(audio)
     }
 
     /// The audio track, if the item has one.

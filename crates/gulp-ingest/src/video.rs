@@ -178,60 +178,7 @@ fn timed_once(
     let outputs = if audio.is_some() { 3 } else { 2 };
     let (fifos, mut readers, keepers) = open_fifos(dir.path(), outputs)
         .ok_or_else(|| ItemError::new("cannot make ffmpeg's pipes").fatal())?;
-    let mut cmd = Command::new(&ffmpeg);
-    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
-    if let Some(n) = threads {
-        cmd.arg("-threads").arg(n.to_string());
-    }
-    if seek > 0.0 {
-        cmd.arg("-ss").arg(format!("{seek}"));
-    }
-    if let Some(d) = duration {
-        cmd.arg("-t").arg(format!("{d}"));
-    }
-    cmd.arg("-i").arg(path);
-    // The times first: ffmpeg writes an output's packet of a frame before
-    // the next output's, so a frame's time is there when its pixels are.
-    cmd.args(["-map", "0:V:0", "-an", "-sn", "-c:v", "wrapped_avframe"]);
-    cmd.args([
-        "-enc_time_base",
-        "-1",
-        "-flush_packets",
-        "1",
-        "-f",
-        "framecrc",
-    ]);
-    cmd.arg(file_url(&fifos[0]));
-    cmd.args([
-        "-map",
-        "0:V:0",
-        "-an",
-        "-sn",
-        "-pix_fmt",
-        "yuv420p",
-        "-f",
-        "yuv4mpegpipe",
-    ]);
-    cmd.arg(file_url(&fifos[1]));
-    if let Some(a) = audio {
-        cmd.args([
-            "-map",
-            "0:a:0",
-            "-vn",
-            "-sn",
-            "-af",
-            "aresample=async=1:first_pts=0",
-        ]);
-        cmd.arg("-ac").arg(a.channels.to_string());
-        cmd.arg("-ar").arg(a.sample_rate.to_string());
-        cmd.args(["-c:a", "pcm_s16le", "-f", "s16le"]);
-        cmd.arg(file_url(&fifos[2]));
-    }
-    // Every frame as the source has it: none dropped or repeated.
-    cmd.args(["-vsync", "passthrough"]);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut cmd = timed_command(&ffmpeg, path, (seek, duration), threads, audio, &fifos);
     let mut child = cmd
         .spawn()
         .map_err(|e| ItemError::new(format!("cannot start {}: {e}", ffmpeg.display())).fatal())?;
@@ -352,6 +299,74 @@ fn finished(
         ));
     }
     Ok(stream)
+}
+
+/// The ffmpeg command of [`timed_once`]: `path` from `seek` for
+/// `duration`, its frames' times to `fifos[0]`, the frames to `fifos[1]`,
+/// the sound to `fifos[2]` when asked for.
+fn timed_command(
+    ffmpeg: &Path,
+    path: &Path,
+    (seek, duration): (f64, Option<f64>),
+    threads: Option<NonZeroU32>,
+    audio: Option<AudioRequest>,
+    fifos: &[PathBuf],
+) -> Command {
+    let mut cmd = Command::new(ffmpeg);
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y"]);
+    if let Some(n) = threads {
+        cmd.arg("-threads").arg(n.to_string());
+    }
+    if seek > 0.0 {
+        cmd.arg("-ss").arg(format!("{seek}"));
+    }
+    if let Some(d) = duration {
+        cmd.arg("-t").arg(format!("{d}"));
+    }
+    cmd.arg("-i").arg(path);
+    // The times first: ffmpeg writes an output's packet of a frame before
+    // the next output's, so a frame's time is there when its pixels are.
+    cmd.args(["-map", "0:V:0", "-an", "-sn", "-c:v", "wrapped_avframe"]);
+    cmd.args([
+        "-enc_time_base",
+        "-1",
+        "-flush_packets",
+        "1",
+        "-f",
+        "framecrc",
+    ]);
+    cmd.arg(file_url(&fifos[0]));
+    cmd.args([
+        "-map",
+        "0:V:0",
+        "-an",
+        "-sn",
+        "-pix_fmt",
+        "yuv420p",
+        "-f",
+        "yuv4mpegpipe",
+    ]);
+    cmd.arg(file_url(&fifos[1]));
+    if let Some(a) = audio {
+        cmd.args([
+            "-map",
+            "0:a:0",
+            "-vn",
+            "-sn",
+            "-af",
+            "aresample=async=1:first_pts=0",
+        ]);
+        cmd.arg("-ac").arg(a.channels.to_string());
+        cmd.arg("-ar").arg(a.sample_rate.to_string());
+        cmd.args(["-c:a", "pcm_s16le", "-f", "s16le"]);
+        cmd.arg(file_url(&fifos[2]));
+    }
+    // Every frame as the source has it: none dropped or repeated.
+    cmd.args(["-vsync", "passthrough"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
 }
 
 /// `file:PATH`, so that ffmpeg takes the path as a file whatever it holds.

@@ -525,13 +525,9 @@ fn read_indexed(
     options: &LoaderOptions,
     spaces: &[LabelSpace],
 ) -> Result<Option<Read>> {
-    let lazy = reads_targets_per_batch(options);
-    if options.segments.is_some()
-        || !(lazy || matches!(options.target, Target::Label))
-        || options.labels.key != gulp_io::LABEL_KEY
-    {
+    let Some(lazy) = indexed_targets(options) else {
         return Ok(None);
-    }
+    };
     let mut parts = Vec::with_capacity(sources.len());
     let mut classes = Vec::with_capacity(sources.len());
     let mut code_weights = Vec::with_capacity(sources.len());
@@ -623,13 +619,18 @@ fn read_indexed(
     }))
 }
 
-/// Whether, with index files, the target is read from each sample's item
-/// when its batch is made rather than from every meta file when the loader
-/// opens: a target on meta keys (not a function), drawn uniformly (balanced
-/// sampling needs every class first) and an error when missing (skipping
-/// needs to know first).
-fn reads_targets_per_batch(options: &LoaderOptions) -> bool {
-    matches!(
+/// Whether the loader's options let it read index files (no segments, the
+/// index's label key), and then whether the target is read from each
+/// sample's item when its batch is made rather than from every meta file
+/// when the loader opens: a target on meta keys (not a function), drawn
+/// uniformly (balanced sampling needs every class first) and an error when
+/// missing (skipping needs to know first). The label is read from the
+/// index.
+fn indexed_targets(options: &LoaderOptions) -> Option<bool> {
+    if options.segments.is_some() || options.labels.key != gulp_io::LABEL_KEY {
+        return None;
+    }
+    let lazy = matches!(
         options.target,
         Target::Key(_)
             | Target::Keys(_)
@@ -637,7 +638,8 @@ fn reads_targets_per_batch(options: &LoaderOptions) -> bool {
             | Target::Floats(_)
             | Target::MultiHot { .. }
     ) && options.sampler == Sampler::Uniform
-        && options.on_missing == OnMissing::Raise
+        && options.on_missing == OnMissing::Raise;
+    (lazy || matches!(options.target, Target::Label)).then_some(lazy)
 }
 
 /// A source's filter and weights as functions of an index's label codes,

@@ -746,12 +746,7 @@ fn make_batch(
         has_audio: Vec::new(),
         texts: Vec::new(),
     };
-    let mut sounds: Vec<(Vec<f32>, usize)> = Vec::new();
-    // A target read per batch: each clip's, from its item's meta.
-    let mut lazy = catalog
-        .targets
-        .is_lazy()
-        .then(|| TargetTable::new(&o.target));
+    let mut gathered = Gathered::new(inner);
     let mut out_size: Option<(usize, usize, String)> = None;
     for sample in part {
         if cancel.load(Ordering::Relaxed) {
@@ -769,26 +764,7 @@ fn make_batch(
             &mut out_size,
         ) {
             Ok((indices, geometry, media)) => {
-                if let (Some(table), Some(meta)) = (&mut lazy, &media.meta) {
-                    let id = catalog.id(&item);
-                    let space = &catalog.spaces[item.source as usize];
-                    table
-                        .push(id, meta, None, &o.labels.key, space)
-                        .map_err(|p| Error::Meta {
-                            path: catalog.dirs[item.source as usize].dir.path().to_owned(),
-                            id: id.to_owned(),
-                            key: p.key,
-                            reason: p.reason,
-                        })?;
-                }
-                batch.times.extend(media.times);
-                if let Some(sound) = media.sound {
-                    sounds.push(sound);
-                    batch.has_audio.push(media.has_audio);
-                }
-                if let Some(text) = media.text {
-                    batch.texts.push(text);
-                }
+                gathered.add(inner, &item, media, &mut batch)?;
                 batch.geometries.push(geometry);
                 rows.push(sample.slot.sample);
                 batch.ids.push(catalog.id(&item).to_owned());
@@ -822,26 +798,85 @@ fn make_batch(
     }
     let (h, w) = out_size.map_or((0, 0), |(h, w, _)| (h, w));
     batch.shape = [batch.ids.len(), t, h, w, 3];
-    if let Some(a) = o.audio {
-        // One length for the batch: the longest clip's (shorter ones end
-        // in silence).
-        let c = usize::from(a.channels);
-        let s = sounds.iter().map(|(_, n)| *n).max().unwrap_or(0);
-        batch.audio = vec![0.0; sounds.len() * c * s];
-        for (b, (samples, n)) in sounds.iter().enumerate() {
-            for ch in 0..c {
-                let row = (b * c + ch) * s;
-                batch.audio[row..row + n].copy_from_slice(&samples[ch * n..(ch + 1) * n]);
-            }
-        }
-        batch.audio_shape = [sounds.len(), c, s];
-    }
     batch.frames = frames;
-    (batch.targets, batch.labels) = match &lazy {
-        Some(table) => table.gather(&(0..rows.len()).collect::<Vec<_>>()),
-        None => catalog.targets.gather(&rows),
-    };
+    gathered.finish(inner, &rows, &mut batch);
     Ok(batch)
+}
+
+/// What a batch gathers of its clips beyond their frames: their times,
+/// sound and texts, and a target read per batch.
+struct Gathered {
+    /// Each clip's `[C, S]` sound and `S`.
+    sounds: Vec<(Vec<f32>, usize)>,
+    /// The clips' targets, when read per batch from their items' metas.
+    targets: Option<TargetTable>,
+}
+
+impl Gathered {
+    fn new(inner: &Inner) -> Gathered {
+        Gathered {
+            sounds: Vec::new(),
+            targets: inner
+                .catalog
+                .targets
+                .is_lazy()
+                .then(|| TargetTable::new(&inner.options.target)),
+        }
+    }
+
+    /// Adds the clip of `item` whose `media` [`make_clip`] gave.
+    fn add(
+        &mut self,
+        inner: &Inner,
+        item: &Item,
+        media: ClipMedia,
+        batch: &mut Batch,
+    ) -> Result<()> {
+        let catalog = &inner.catalog;
+        if let (Some(table), Some(meta)) = (&mut self.targets, &media.meta) {
+            let id = catalog.id(item);
+            let space = &catalog.spaces[item.source as usize];
+            table
+                .push(id, meta, None, &inner.options.labels.key, space)
+                .map_err(|p| Error::Meta {
+                    path: catalog.dirs[item.source as usize].dir.path().to_owned(),
+                    id: id.to_owned(),
+                    key: p.key,
+                    reason: p.reason,
+                })?;
+        }
+        batch.times.extend(media.times);
+        if let Some(sound) = media.sound {
+            self.sounds.push(sound);
+            batch.has_audio.push(media.has_audio);
+        }
+        if let Some(text) = media.text {
+            batch.texts.push(text);
+        }
+        Ok(())
+    }
+
+    /// Puts the sound in one array of the batch's longest length (shorter
+    /// clips end in silence), and the targets of the batch's clips (`rows`,
+    /// their samples) in it.
+    fn finish(self, inner: &Inner, rows: &[usize], batch: &mut Batch) {
+        if let Some(a) = inner.options.audio {
+            let c = usize::from(a.channels);
+            let s = self.sounds.iter().map(|(_, n)| *n).max().unwrap_or(0);
+            batch.audio = vec![0.0; self.sounds.len() * c * s];
+            for (b, (samples, n)) in self.sounds.iter().enumerate() {
+                for ch in 0..c {
+                    let row = (b * c + ch) * s;
+                    batch.audio[row..row + n].copy_from_slice(&samples[ch * n..(ch + 1) * n]);
+                }
+            }
+            batch.audio_shape = [self.sounds.len(), c, s];
+        }
+        (batch.targets, batch.labels) = match &self.targets {
+            Some(table) => table.gather(&(0..rows.len()).collect::<Vec<_>>()),
+            None => inner.catalog.targets.gather(rows),
+        };
+    }
 }
 
 /// The frames (indices into the item's) of the clip `sample` of frames
@@ -1030,47 +1065,73 @@ fn make_clip(
             renderer.render(frame, &geometry, &o.decode, out)
         })?;
     }
-    let mut media = ClipMedia::default();
-    if let (Some(meta), Some(clock)) = (&meta, &clock) {
-        if let Some(a) = o.audio {
-            let (from, length) = sound_span(o.fps, clock, &indices, &times, n);
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // seconds × rate
-            let samples = (length * f64::from(a.sample_rate)).round().max(0.0) as usize;
-            let mut sound = vec![0.0f32; usize::from(a.channels) * samples];
-            let track = crate::media::track(meta);
-            if let Some(track) = &track {
-                let pcm = reader.audio(id, track)?;
-                let request = gulp_io::audio::SpanRequest {
-                    start: from,
-                    samples,
-                    sample_rate: a.sample_rate,
-                    channels: a.channels,
-                };
-                gulp_io::audio::span_f32(&pcm, track, &request, &mut sound);
-            }
-            media.has_audio = track.is_some();
-            media.sound = Some((sound, samples));
-        }
-        if let Some(key) = &o.texts {
-            media.text = Some(clip_text(
-                o,
-                meta,
-                inner.catalog.segment(sample.slot.sample),
-                key,
-            ));
-        }
-        if o.fps.is_some() || o.audio.is_some() {
-            media.times = times;
-        }
-        if inner.catalog.targets.is_lazy() {
-            media.meta = Some(
-                meta.first_meta_data()
-                    .cloned()
-                    .unwrap_or(gulp_format::Value::Null),
-            );
-        }
-    }
+    let media = match (&meta, &clock) {
+        (Some(meta), Some(clock)) => clip_media(
+            inner,
+            (item, &reader),
+            sample,
+            meta,
+            clock,
+            (&indices, times),
+        )?,
+        _ => ClipMedia::default(),
+    };
     Ok((indices, geometry, media))
+}
+
+/// What clip `sample` of `item` (read with `reader`, its meta `meta` and
+/// clock `clock`) gives beside its frames `indices` at `times`: the sound
+/// of its span, its text, its times, its item's meta for a target read per
+/// batch.
+fn clip_media(
+    inner: &Inner,
+    (item, reader): (&Item, &gulp_io::ChunkReader),
+    sample: &Sample,
+    meta: &gulp_format::ItemMeta,
+    clock: &Clock,
+    (indices, times): (&[usize], Vec<f64>),
+) -> Result<ClipMedia> {
+    let o = &inner.options;
+    let id = inner.catalog.id(item);
+    let mut media = ClipMedia::default();
+    if let Some(a) = o.audio {
+        let (from, length) = sound_span(o.fps, clock, indices, &times, item.frames as usize);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // seconds × rate
+        let samples = (length * f64::from(a.sample_rate)).round().max(0.0) as usize;
+        let mut sound = vec![0.0f32; usize::from(a.channels) * samples];
+        let track = crate::media::track(meta);
+        if let Some(track) = &track {
+            let pcm = reader.audio(id, track)?;
+            let request = gulp_io::audio::SpanRequest {
+                start: from,
+                samples,
+                sample_rate: a.sample_rate,
+                channels: a.channels,
+            };
+            gulp_io::audio::span_f32(&pcm, track, &request, &mut sound);
+        }
+        media.has_audio = track.is_some();
+        media.sound = Some((sound, samples));
+    }
+    if let Some(key) = &o.texts {
+        media.text = Some(clip_text(
+            o,
+            meta,
+            inner.catalog.segment(sample.slot.sample),
+            key,
+        ));
+    }
+    if o.fps.is_some() || o.audio.is_some() {
+        media.times = times;
+    }
+    if inner.catalog.targets.is_lazy() {
+        media.meta = Some(
+            meta.first_meta_data()
+                .cloned()
+                .unwrap_or(gulp_format::Value::Null),
+        );
+    }
+    Ok(media)
 }
 
 /// The batches of one pass, in order; see [`Loader::iter`].

@@ -273,6 +273,11 @@ struct PySegments {
 }
 
 impl PySegments {
+    /// The segments of a `gulp.Segments` object.
+    fn of(object: Bound<'_, PyAny>) -> PyResult<Segments> {
+        Ok(object.extract::<PySegments>()?.into_segments())
+    }
+
     fn into_segments(self) -> Segments {
         Segments {
             key: self.key,
@@ -480,6 +485,26 @@ fn convert_target(value: &Bound<'_, PyAny>) -> PyResult<Option<Targets>> {
     Ok(Some(Targets { shape, values }))
 }
 
+/// The loader's time, sound and text options as Python passes them:
+/// `(fps, default_fps, audio, sample_rate, channels, texts)`.
+type PyMedia = (Option<f64>, f64, bool, u32, u16, Option<String>);
+
+/// [`PyMedia`]'s parts as [`LoaderOptions`] holds them.
+trait MediaParts {
+    fn parts(self) -> (Option<f64>, f64, Option<AudioOptions>, Option<String>);
+}
+
+impl MediaParts for PyMedia {
+    fn parts(self) -> (Option<f64>, f64, Option<AudioOptions>, Option<String>) {
+        let (fps, default_fps, audio, sample_rate, channels, texts) = self;
+        let audio = audio.then_some(AudioOptions {
+            sample_rate,
+            channels,
+        });
+        (fps, default_fps, audio, texts)
+    }
+}
+
 impl PySource {
     /// The loader's sources, `gulp.Source` objects.
     fn all(sources: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Source>> {
@@ -520,8 +545,7 @@ impl Loader {
         ratio, flip, batch_size, shuffle, chunk_window, seed, drop_last, rank, world_size,
         local_world_size, torch_ranks, train, threads, prefetch, on_error, label_key, labels,
         dct, codec, strict, sampler, samples_per_epoch, target, target_type, num_classes,
-        on_missing, segments, shared_labels, cache_dir, cache_limit, cache_fetch, fps,
-        default_fps, audio, sample_rate, channels, texts))]
+        on_missing, segments, shared_labels, cache_dir, cache_limit, cache_fetch, media))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -565,17 +589,11 @@ impl Loader {
         cache_dir: Option<&Bound<'_, PyAny>>,
         cache_limit: Option<&Bound<'_, PyAny>>,
         cache_fetch: Option<&str>,
-        fps: Option<f64>,
-        default_fps: f64,
-        audio: bool,
-        sample_rate: u32,
-        channels: u16,
-        texts: Option<String>,
+        media: PyMedia,
     ) -> PyResult<Loader> {
+        let (fps, default_fps, audio, texts) = media.parts();
         let target = PyTarget::into_target(target, target_type, num_classes)?;
-        let segments = segments
-            .map(|s| s.extract::<PySegments>().map(PySegments::into_segments))
-            .transpose()?;
+        let segments = segments.map(PySegments::of).transpose()?;
         let sources = PySource::all(sources)?;
         let ranks = resolve_ranks(py, (rank, world_size, local_world_size), torch_ranks)?;
         let defaults = LoaderOptions::default();
@@ -615,10 +633,7 @@ impl Loader {
             open: open_options(cache_dir, cache_limit, cache_fetch)?,
             fps,
             default_fps,
-            audio: audio.then_some(AudioOptions {
-                sample_rate,
-                channels,
-            }),
+            audio,
             texts,
             ..defaults
         }

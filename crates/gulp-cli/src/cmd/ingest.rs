@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use gulp_ingest::manifest::ManifestOptions;
 use gulp_ingest::video::AudioRequest;
 use gulp_ingest::{
     AdapterKind, AdapterOptions, DatasetAdapter, FrameOptions, IngestOptions, IngestReport,
@@ -208,15 +209,16 @@ fn request(kind: IngestKind) -> Result<(IngestRequest, IngestArgs, Option<u64>)>
 
 /// The adapter, its inputs, the output directory and the shared options of
 /// one `ingest` subcommand.
-fn adapter_inputs(
-    kind: IngestKind,
-) -> Result<(
+type AdapterInputs = (
     AdapterKind,
     Vec<PathBuf>,
     PathBuf,
     AdapterOptions,
     IngestArgs,
-)> {
+);
+
+/// The [`AdapterInputs`] of `kind`.
+fn adapter_inputs(kind: IngestKind) -> Result<AdapterInputs> {
     let mut adapter = AdapterOptions::default();
     let (kind, inputs, output, args) = match kind {
         IngestKind::TwentyBnJson {
@@ -305,17 +307,30 @@ fn adapter_inputs(
             clip_length,
             opts,
         } => {
-            let m = &mut adapter.manifest;
-            m.root = root;
-            m.segments = segments;
-            m.clip_length = clip_length;
-            for arg in &column {
-                m.columns.set(arg)?;
-            }
+            adapter.manifest = manifest_options(root, segments, &column, clip_length)?;
             (AdapterKind::Manifest, vec![manifest], output_dir, opts)
         }
     };
     Ok((kind, inputs, output, adapter, args))
+}
+
+/// `gulp ingest manifest`'s own options.
+fn manifest_options(
+    root: Option<PathBuf>,
+    segments: bool,
+    columns: &[String],
+    clip_length: Option<f64>,
+) -> Result<ManifestOptions> {
+    let mut options = ManifestOptions {
+        root,
+        segments,
+        clip_length,
+        ..ManifestOptions::default()
+    };
+    for arg in columns {
+        options.columns.set(arg)?;
+    }
+    Ok(options)
 }
 
 /// The pipeline's options from the command line.

@@ -1,7 +1,6 @@
 //! The JSON writer: byte-identical to Python's `json.dump(obj, fp)`.
 
 use crate::layout::FrameInfo;
-use crate::media::media_entries;
 use crate::meta::ChunkMeta;
 use crate::value::{Value, write_python_float};
 
@@ -28,7 +27,7 @@ pub(crate) fn write_chunk_meta(meta: &ChunkMeta, out: &mut Vec<u8>) {
         }
         out.push(b']');
         // gulp's additions after GulpIO's two keys (format.md §8).
-        for (key, value) in media_entries(item) {
+        for (key, value) in item.media_entries() {
             out.extend_from_slice(b", ");
             write_str(key, out);
             out.extend_from_slice(b": ");

@@ -2,7 +2,7 @@
 //! then the trailer with the content's CRC-32.
 
 use crate::error::{ErrorKind, Result};
-use crate::media::{AUDIO_KEY, FRAME_TIMES_KEY, media_entries};
+use crate::media::{AUDIO_KEY, FRAME_TIMES_KEY};
 use crate::meta::ChunkMeta;
 use crate::value::{Map, Value};
 
@@ -46,7 +46,7 @@ pub(super) fn write_meta(meta: &ChunkMeta, out: &mut Vec<u8>) -> Result<()> {
             Some(bytes) => item_blobs.extend_from_slice(bytes),
             None => write_array(&item.meta_data, &mut item_blobs),
         }
-        write_layers(&item.metalayers, media_entries(item), &mut item_blobs)?;
+        write_layers(&item.metalayers, item.media_entries(), &mut item_blobs)?;
         item_lens.push((item_blobs.len() - before) as u64);
     }
 

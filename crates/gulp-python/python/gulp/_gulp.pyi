@@ -243,12 +243,7 @@ class Loader:
         cache_dir: Union[None, bool, _Path],
         cache_limit: Union[None, int, str],
         cache_fetch: Optional[str],
-        fps: Optional[float],
-        default_fps: float,
-        audio: bool,
-        sample_rate: int,
-        channels: int,
-        texts: Optional[str],
+        media: tuple[Optional[float], float, bool, int, int, Optional[str]],
     ) -> Loader: ...
     @property
     def ranks(self) -> tuple[int, int, int, str, str]: ...

@@ -491,9 +491,9 @@ class ClipLoader:
             samples_per_epoch=samples_per_epoch, target=target, target_type=target_type,
             num_classes=num_classes, on_missing=on_missing, segments=segments,
             shared_labels=bool(shared_labels), cache_dir=cache_dir, cache_limit=cache_limit,
-            cache_fetch=cache_fetch, fps=None if fps is None else float(fps),
-            default_fps=float(default_fps), audio=bool(audio), sample_rate=int(sample_rate),
-            channels=int(channels), texts=texts,
+            cache_fetch=cache_fetch,
+            media=(None if fps is None else float(fps), float(default_fps), bool(audio),
+                   int(sample_rate), int(channels), texts),
         )
         rank_, world, local, source, local_source = self._native.ranks
         self.rank = Rank(rank_, source)
