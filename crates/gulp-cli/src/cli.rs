@@ -547,7 +547,8 @@ pub struct LintArgs {
     pub dirs: Vec<PathBuf>,
     /// The checks to run, comma-separated (default: all): exact_duplicate,
     /// near_duplicate, leak, dark, light, blank, low_information, blurry,
-    /// frozen, short, odd_size, odd_aspect, label.
+    /// frozen, short, odd_size, odd_aspect, silent_audio, clipped_audio,
+    /// label.
     #[arg(long, value_name = "A,B", value_parser = parse_checks)]
     pub checks: Option<CheckList>,
     /// Write the report as JSON to FILE.
@@ -623,6 +624,14 @@ pub struct ThresholdArgs {
     /// odd_aspect: aspect ratio X times off the directory's median, either way.
     #[arg(long, value_name = "X", default_value_t = gulp_lint::ODD_ASPECT)]
     pub odd_aspect: f64,
+    /// silent_audio: an item's sound whose RMS level is at most this many
+    /// dBFS (-3 for a full-scale sine, -120 for digital silence).
+    #[arg(long, value_name = "DBFS", default_value_t = gulp_lint::SILENT_AUDIO, allow_negative_numbers = true)]
+    pub silent_audio: f64,
+    /// clipped_audio: an item's sound with at least this fraction of its
+    /// samples at full scale.
+    #[arg(long, value_name = "FRACTION", default_value_t = gulp_lint::CLIPPED_AUDIO)]
+    pub clipped_audio: f64,
     /// label: classes with fewer than N items.
     #[arg(long, value_name = "N", default_value_t = gulp_lint::MIN_CLASS_ITEMS)]
     pub min_class_items: usize,
