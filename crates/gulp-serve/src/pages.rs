@@ -574,6 +574,49 @@ fn render_item(n: usize, served: &Served, id: &str, others: &[(usize, String)]) 
         }
         body.push_str("</p>");
     }
+    player(&mut body, n, &qid, item);
+    body.push_str("<h2>frames</h2><div class=\"strip\">");
+    for k in 0..frames {
+        let _ = write!(
+            body,
+            "<img loading=\"lazy\" data-frame=\"{k}\" alt=\"frame {k}\" src=\"/d/{n}/thumb?{qid}&amp;frame={k}\">"
+        );
+    }
+    body.push_str("</div>");
+    let meta = item
+        .first_meta_data()
+        .map(JsonSerializer::value_to_string)
+        .unwrap_or_else(|| "(no meta_data)".into());
+    let _ = write!(
+        body,
+        "<h2>meta</h2><pre id=\"meta\">{}</pre>",
+        esc(&pretty_json(&meta))
+    );
+    body.push_str(
+        "<h2>frame sizes</h2><table class=\"sizes\"><tr><th>frame</th><th>pixels</th><th>JPEG bytes</th></tr>",
+    );
+    for (k, fi) in item.frame_info.iter().enumerate() {
+        let dims = reader
+            .frame(id, k)
+            .ok()
+            .and_then(|jpeg| gulp_io::read_header(&jpeg, gulp_io::Codec::default()).ok())
+            .map_or("unreadable".to_owned(), |h| {
+                format!("{}×{}", h.width, h.height)
+            });
+        let _ = write!(
+            body,
+            "<tr><td>{k}</td><td>{dims}</td><td>{}</td></tr>",
+            fi.jpeg_len().map_or("?".into(), |b| b.to_string())
+        );
+    }
+    body.push_str("</table>");
+    Ok(page(id, &dir_nav(n, served), &body))
+}
+
+/// The player of an item's frames (`app.js`), and its sound: an audio
+/// player whose clock the frames follow, or a word that the video had none.
+fn player(body: &mut String, n: usize, qid: &str, item: &ItemMeta) {
+    let frames = item.frame_info.len();
     let track = item.audio_track();
     if frames > 0 {
         // With sound, the frames follow the audio's clock (app.js): each
@@ -627,42 +670,6 @@ fn render_item(n: usize, served: &Served, id: &str, others: &[(usize, String)]) 
         ),
         None => {}
     }
-    body.push_str("<h2>frames</h2><div class=\"strip\">");
-    for k in 0..frames {
-        let _ = write!(
-            body,
-            "<img loading=\"lazy\" data-frame=\"{k}\" alt=\"frame {k}\" src=\"/d/{n}/thumb?{qid}&amp;frame={k}\">"
-        );
-    }
-    body.push_str("</div>");
-    let meta = item
-        .first_meta_data()
-        .map(JsonSerializer::value_to_string)
-        .unwrap_or_else(|| "(no meta_data)".into());
-    let _ = write!(
-        body,
-        "<h2>meta</h2><pre id=\"meta\">{}</pre>",
-        esc(&pretty_json(&meta))
-    );
-    body.push_str(
-        "<h2>frame sizes</h2><table class=\"sizes\"><tr><th>frame</th><th>pixels</th><th>JPEG bytes</th></tr>",
-    );
-    for (k, fi) in item.frame_info.iter().enumerate() {
-        let dims = reader
-            .frame(id, k)
-            .ok()
-            .and_then(|jpeg| gulp_io::read_header(&jpeg, gulp_io::Codec::default()).ok())
-            .map_or("unreadable".to_owned(), |h| {
-                format!("{}×{}", h.width, h.height)
-            });
-        let _ = write!(
-            body,
-            "<tr><td>{k}</td><td>{dims}</td><td>{}</td></tr>",
-            fi.jpeg_len().map_or("?".into(), |b| b.to_string())
-        );
-    }
-    body.push_str("</table>");
-    Ok(page(id, &dir_nav(n, served), &body))
 }
 
 /// Each frame's time in seconds (`docs/format.md` §8.3): its frame times,
