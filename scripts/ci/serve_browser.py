@@ -1,14 +1,21 @@
 """`gulp serve` in a real browser (headless Chromium driven by Selenium).
 
-    python scripts/ci/serve_browser.py GULP DIR [DIR ...] [--shots DOCS_IMG_DIR]
+    python scripts/ci/serve_browser.py GULP DIR [DIR ...] [--sound DIR --sound-fps N]
+        [--shots DOCS_IMG_DIR]
 
 Starts `GULP serve DIR ...` on a free port of 127.0.0.1, then: opens the
 overview and checks its numbers against `gulp info --json`; pages through the
 grid and filters it by a class, checking the counts against
 `gulp dump-meta`; opens an item, plays it with the keyboard and pauses it;
-loads "what the model sees". Every page's images must load, and every
-screenshot must not be blank. With --shots, the screenshots of the
-overview, the item page and the model's batch are written there (docs/img).
+loads "what the model sees". With --sound (a directory gulped with --audio at
+--sound-fps frames a second, of one video with sound and one without, as
+serve-test.sh makes it), it also opens the item with sound: its audio loads
+with the duration `gulp info` gives, plays with the space key while the frame
+shown follows the sound's time, and a frame step moves the sound to that
+frame's time; the other item says it has no sound. Every page's images must
+load, and every screenshot must not be blank. With --shots, the screenshots
+of the overview, the item page and the model's batch are written there
+(docs/img).
 """
 
 import argparse
@@ -21,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from io import BytesIO
 
 from PIL import Image
@@ -58,6 +66,9 @@ def chrome(profile):
         "--disable-sync",
         "--disable-dev-shm-usage",
         "--window-size=1280,900",
+        # The item page's sound plays on a key press, as a user's does; no
+        # audio device is needed.
+        "--autoplay-policy=no-user-gesture-required",
         f"--user-data-dir={profile}",
     ):
         options.add_argument(flag)
@@ -94,18 +105,70 @@ def gulp_json(gulp, *args):
     return json.loads(out.stdout)
 
 
+def check_sound(driver, url, gulp, sound_dir, n, fps):
+    """The items of directory `n` (`sound_dir`): the one with sound plays it
+    with its frames in step; the other says it has none."""
+    info = gulp_json(gulp, "info", "--json", sound_dir)
+    audio = info["audio"]
+    check(audio["items"] == 1 and audio["no_sound"] == 1, f"sound: gulp info says {audio}")
+    ids = sorted(gulp_json(gulp, "dump-meta", sound_dir, "--no-frame-info"))
+    beep = next(i for i in ids if "beep" in i)
+    mute = next(i for i in ids if "mute" in i)
+
+    driver.get(f"{url}d/{n}/item?" + urllib.parse.urlencode({"id": mute}))
+    check(driver.find_elements(By.ID, "no-sound"), "sound: the item without sound does not say so")
+    check(not driver.find_elements(By.TAG_NAME, "audio"), "sound: an item without sound has a player")
+
+    driver.get(f"{url}d/{n}/item?" + urllib.parse.urlencode({"id": beep}))
+    state = (
+        "const a = document.getElementById('audio');"
+        "return {ready: a.readyState, duration: a.duration, time: a.currentTime, paused: a.paused, seeking: a.seeking,"
+        " frame: Number(document.getElementById('player').dataset.frame),"
+        " playing: document.querySelector('.player').dataset.playing};"
+    )
+    # HAVE_METADATA: the WAV's header was read.
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(state)["ready"] >= 1)
+    duration = driver.execute_script(state)["duration"]
+    check(abs(duration - audio["seconds"]) < 0.01, f"sound: the audio lasts {duration} s, gulp info says {audio['seconds']}")
+    body = driver.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.SPACE)
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(state)["playing"] == "1")
+    # Well into the sound, the frame shown is the one of its time.
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(state)["time"] > 1.5)
+    now = driver.execute_script(state)
+    expected = int(now["time"] * fps)
+    check(abs(now["frame"] - expected) <= 1, f"sound: at {now['time']:.3f} s the frame shown is {now['frame']}, not {expected}")
+    check(not now["paused"], "sound: not playing")
+    body.send_keys(Keys.SPACE)
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(state)["paused"])
+    # A frame step moves the sound to the frame's time (a seek: the server
+    # answers byte ranges).
+    body.send_keys(Keys.ARROW_RIGHT)
+    def seeked(d):
+        s = d.execute_script(state)
+        return not s["seeking"] and abs(s["time"] - s["frame"] / fps) < 0.01
+    WebDriverWait(driver, WAIT).until(seeked)
+    stepped = driver.execute_script(state)
+    check(stepped["frame"] > 0, f"sound: the step went to frame {stepped['frame']}")
+    not_blank(driver.get_screenshot_as_png(), "item page with sound")
+    return f", item {beep} played with its sound ({duration:.2f} s) to {now['time']:.2f} s at frame {now['frame']}"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("gulp")
     parser.add_argument("dirs", nargs="+")
     parser.add_argument("--shots")
+    parser.add_argument("--sound")
+    parser.add_argument("--sound-fps", type=float, default=10.0)
     args = parser.parse_args()
     gulp, first_dir = args.gulp, args.dirs[0]
     info = gulp_json(gulp, "info", "--json", first_dir)
     meta = gulp_json(gulp, "dump-meta", first_dir, "--no-frame-info")
     labels = {id_: m["meta_data"][0].get("label") for id_, m in meta.items()}
 
-    server = subprocess.Popen([gulp, "serve", *args.dirs, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    served = args.dirs + ([args.sound] if args.sound else [])
+    server = subprocess.Popen([gulp, "serve", *served, "--port", "0"], stdout=subprocess.PIPE, text=True)
     profile = tempfile.mkdtemp(prefix="gulp-serve-chromium-")
     driver = None
     try:
@@ -216,7 +279,10 @@ def main():
         shot = not_blank(driver.get_screenshot_as_png(), "model page")
         if args.shots:
             shot.save(os.path.join(args.shots, "serve-model.png"))
-        print(f"serve_browser: {url}: overview, {pages} grid pages, class {label!r} ({expected[label]} items), item {item_id} ({frames} frames) played and paused, a batch of the loader: all checked")
+        sound = ""
+        if args.sound:
+            sound = check_sound(driver, url, gulp, args.sound, len(args.dirs), args.sound_fps)
+        print(f"serve_browser: {url}: overview, {pages} grid pages, class {label!r} ({expected[label]} items), item {item_id} ({frames} frames) played and paused, a batch of the loader{sound}: all checked")
     finally:
         if driver is not None:
             driver.quit()

@@ -146,7 +146,11 @@ pub enum Command {
     ///
     /// Also gives the JPEG frame sizes (min, median, max), the labels of
     /// `label2idx.json` if there is one, and warnings about orphan or
-    /// temporary files.
+    /// temporary files; from the metas, the items with sound (their sample
+    /// rates, channels and seconds in all), those ingested with `--audio`
+    /// whose video had none, and the items with frame times. A directory
+    /// read from its index file is summarised without parsing a meta, so
+    /// sound and frame times are not counted then (`null` in `--json`).
     #[command(after_help = "Example: gulp info data/train --json")]
     Info(InfoArgs),
     /// Write (or refresh) a directory's index file, `gulp_index.bin`.
@@ -174,16 +178,19 @@ pub enum Command {
     /// bytes gulpio2 wrote.
     #[command(after_help = "Example: gulp convert data/train --to msgpack")]
     Convert(ConvertArgs),
-    /// Write an item's frames to files.
+    /// Write an item's frames (and its sound) to files.
     ///
     /// Frames go to `OUT/<id>/<index>.jpg`, the index being the frame's
     /// position in the item with five digits (`00000.jpg`), as the stored
     /// JPEG bytes; with `--decode png` they are decoded and written as
-    /// `<index>.png`. Characters of the id that cannot be in a file name
-    /// (`/`, `\`, NUL, `%`) are written as `%XX`, and `.`/`..`/empty ids are
-    /// escaped whole.
+    /// `<index>.png`. With `--audio`, an item's sound (gulp ingest --audio)
+    /// goes beside them as `OUT/<id>/audio.wav`; the line printed per item
+    /// gives its rate, channels, length and the source time of its first
+    /// sample (to line it up with the frames). Characters of the id that
+    /// cannot be in a file name (`/`, `\`, NUL, `%`) are written as `%XX`,
+    /// and `.`/`..`/empty ids are escaped whole.
     #[command(
-        after_help = "Example: gulp extract data/train --id 702766 --select ::2 --out frames/"
+        after_help = "Example: gulp extract data/train --id 702766 --select ::2 --out frames/ --audio"
     )]
     Extract(ExtractArgs),
     /// Measure read (and decode) speed over every frame.
@@ -549,7 +556,8 @@ pub struct LintArgs {
     pub dirs: Vec<PathBuf>,
     /// The checks to run, comma-separated (default: all): exact_duplicate,
     /// near_duplicate, leak, dark, light, blank, low_information, blurry,
-    /// frozen, short, odd_size, odd_aspect, label.
+    /// frozen, short, odd_size, odd_aspect, silent_audio, clipped_audio,
+    /// label.
     #[arg(long, value_name = "A,B", value_parser = parse_checks)]
     pub checks: Option<CheckList>,
     /// Write the report as JSON to FILE.
@@ -625,6 +633,14 @@ pub struct ThresholdArgs {
     /// odd_aspect: aspect ratio X times off the directory's median, either way.
     #[arg(long, value_name = "X", default_value_t = gulp_lint::ODD_ASPECT)]
     pub odd_aspect: f64,
+    /// silent_audio: an item's sound whose RMS level is at most this many
+    /// dBFS (-3 for a full-scale sine, -120 for digital silence).
+    #[arg(long, value_name = "DBFS", default_value_t = gulp_lint::SILENT_AUDIO, allow_negative_numbers = true)]
+    pub silent_audio: f64,
+    /// clipped_audio: an item's sound with at least this fraction of its
+    /// samples at full scale.
+    #[arg(long, value_name = "FRACTION", default_value_t = gulp_lint::CLIPPED_AUDIO)]
+    pub clipped_audio: f64,
     /// label: classes with fewer than N items.
     #[arg(long, value_name = "N", default_value_t = gulp_lint::MIN_CLASS_ITEMS)]
     pub min_class_items: usize,
@@ -756,6 +772,11 @@ pub struct ExtractArgs {
     /// stored JPEG bytes.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub decode: Option<ImageFormatArg>,
+    /// Also write the item's sound, the whole track whatever --select, as
+    /// `OUT/<id>/audio.wav` (16-bit PCM at its stored rate and channels).
+    /// An item without sound is said so, and its frames are written.
+    #[arg(long)]
+    pub audio: bool,
 }
 
 /// An image format `gulp extract --decode` writes.

@@ -99,25 +99,57 @@ pub fn span_f32(pcm: &[u8], track: &AudioTrack, request: &SpanRequest, out: &mut
     }
 }
 
-/// A WAV file (RIFF, 16-bit PCM) of interleaved little-endian samples.
+/// Bytes of a WAV file's header ([`wav_header`]), before its samples.
+pub const WAV_HEADER_LEN: usize = 44;
+
+/// A WAV file (RIFF, 16-bit PCM) of interleaved little-endian samples: the
+/// header of [`wav_header`], then the samples (the first `u32::MAX - 44`
+/// bytes of them, all that a WAV file's sizes can say).
 pub fn wav(pcm: &[u8], sample_rate: u32, channels: u16) -> Vec<u8> {
-    let data = u32::try_from(pcm.len()).unwrap_or(u32::MAX - 44);
-    let block = channels * 2;
-    let mut out = Vec::with_capacity(44 + pcm.len());
-    out.extend_from_slice(b"RIFF");
-    out.extend_from_slice(&(36 + data).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16u32.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    out.extend_from_slice(&channels.to_le_bytes());
-    out.extend_from_slice(&sample_rate.to_le_bytes());
-    out.extend_from_slice(&(sample_rate * u32::from(block)).to_le_bytes());
-    out.extend_from_slice(&block.to_le_bytes());
-    out.extend_from_slice(&16u16.to_le_bytes());
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&data.to_le_bytes());
-    out.extend_from_slice(&pcm[..data as usize]);
+    let header = wav_header(pcm.len() as u64, sample_rate, channels);
+    let data = wav_data_len(pcm.len() as u64) as usize;
+    let mut out = Vec::with_capacity(WAV_HEADER_LEN + data);
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&pcm[..data]);
     out
+}
+
+/// The header of a WAV file of `pcm_len` bytes of 16-bit samples, for a
+/// writer or a server that sends the samples from where they lie (a
+/// record of the data file) rather than copying them behind it. A WAV
+/// file says sizes in 32 bits: past `u32::MAX - 44` bytes, the header
+/// names that many ([`wav_data_len`]).
+pub fn wav_header(pcm_len: u64, sample_rate: u32, channels: u16) -> [u8; WAV_HEADER_LEN] {
+    let data = wav_data_len(pcm_len);
+    let block = channels.saturating_mul(2);
+    let mut out = [0u8; WAV_HEADER_LEN];
+    let fields: [&[u8]; 12] = [
+        b"RIFF",
+        &(36 + data).to_le_bytes(),
+        b"WAVEfmt ",
+        &16u32.to_le_bytes(),
+        &1u16.to_le_bytes(), // PCM
+        &channels.to_le_bytes(),
+        &sample_rate.to_le_bytes(),
+        &sample_rate.saturating_mul(u32::from(block)).to_le_bytes(),
+        &block.to_le_bytes(),
+        &16u16.to_le_bytes(),
+        b"data",
+        &data.to_le_bytes(),
+    ];
+    let mut at = 0;
+    for field in fields {
+        out[at..at + field.len()].copy_from_slice(field);
+        at += field.len();
+    }
+    out
+}
+
+/// The bytes of samples a WAV file of `pcm_len` bytes of them holds: all
+/// of them, up to `u32::MAX - 44`.
+pub fn wav_data_len(pcm_len: u64) -> u32 {
+    const MAX: u64 = u32::MAX as u64 - WAV_HEADER_LEN as u64;
+    u32::try_from(pcm_len.min(MAX)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -207,5 +239,16 @@ mod tests {
         assert_eq!(u32::from_le_bytes(w[24..28].try_into().unwrap()), 16000);
         assert_eq!(u32::from_le_bytes(w[28..32].try_into().unwrap()), 64000);
         assert_eq!(w.len(), 52);
+        assert_eq!(&w[..WAV_HEADER_LEN], &wav_header(8, 16000, 2));
+        // Past what 32 bits can say, the header names the most it can.
+        let huge = wav_header(u64::from(u32::MAX) + 10, 8000, 1);
+        assert_eq!(
+            u32::from_le_bytes(huge[40..44].try_into().unwrap()),
+            u32::MAX - 44
+        );
+        assert_eq!(
+            u32::from_le_bytes(huge[4..8].try_into().unwrap()),
+            u32::MAX - 8
+        );
     }
 }

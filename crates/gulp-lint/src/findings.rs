@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use gulp_io::GulpDirectory;
 
+use crate::measure::SILENCE_DBFS;
 use crate::near::{self, Groups};
 use crate::options::{Check, Options};
 use crate::report::{Finding, ItemRef};
@@ -329,6 +330,43 @@ pub(crate) fn per_item(
                     findings.push(finding(check, units, whole(&[i]), score, detail));
                 }
             }
+        }
+    }
+    findings
+}
+
+/// Silent and clipped sound, item by item (items without a track are not
+/// judged): the score is the RMS level in dBFS, or the fraction of samples
+/// at full scale.
+pub(crate) fn sound(units: &[Unit<'_>], scans: &[ItemScan], options: &Options) -> Vec<Finding> {
+    let t = &options.thresholds;
+    let mut findings = Vec::new();
+    for (i, scan) in scans.iter().enumerate() {
+        let Some(level) = scan.sound else {
+            continue;
+        };
+        if options.runs(Check::SilentAudio) && level.rms_dbfs <= t.silent_audio {
+            let detail = if level.rms_dbfs <= SILENCE_DBFS {
+                format!("digital silence (RMS {SILENCE_DBFS} dBFS or less)")
+            } else {
+                format!("RMS {:.1} dBFS", level.rms_dbfs)
+            };
+            findings.push(finding(
+                Check::SilentAudio,
+                units,
+                whole(&[i]),
+                level.rms_dbfs,
+                detail,
+            ));
+        }
+        if options.runs(Check::ClippedAudio) && level.full_scale >= t.clipped_audio {
+            findings.push(finding(
+                Check::ClippedAudio,
+                units,
+                whole(&[i]),
+                level.full_scale,
+                format!("{:.2} % of samples at full scale", level.full_scale * 100.0),
+            ));
         }
     }
     findings

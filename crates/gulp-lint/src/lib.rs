@@ -6,7 +6,8 @@
 //! coefficients alone, for frames of 256 pixels and more) and measures it;
 //! then it finds exact and near duplicates (within and across directories:
 //! leaks), dark, light, blank, low-information and blurry frames, frozen
-//! runs, short items, odd sizes and aspect ratios, and label problems. Each
+//! runs, short items, odd sizes and aspect ratios, silent and clipped
+//! sound (of items ingested with it), and label problems. Each
 //! [`Check`] has a documented threshold in [`Thresholds`]. The [`Report`]
 //! serialises to the JSON of `gulp lint --json` and gives the ids to keep
 //! ([`Report::keep`]), one per group of copies.
@@ -55,8 +56,9 @@ use gulp_io::GulpDirectory;
 
 pub use crate::error::{Error, Result};
 pub use crate::options::{
-    BLANK, BLURRY, Check, DARK, FROZEN_DIFF, FROZEN_FRAMES, LABEL_KEY, LIGHT, LOW_INFORMATION,
-    MIN_CLASS_ITEMS, MIN_FRAMES, NEAR_DISTANCE, ODD_ASPECT, ODD_SIZE, Options, Thresholds,
+    BLANK, BLURRY, CLIPPED_AUDIO, Check, DARK, FROZEN_DIFF, FROZEN_FRAMES, LABEL_KEY, LIGHT,
+    LOW_INFORMATION, MIN_CLASS_ITEMS, MIN_FRAMES, NEAR_DISTANCE, ODD_ASPECT, ODD_SIZE, Options,
+    SILENT_AUDIO, Thresholds,
 };
 pub use crate::report::{Finding, ItemRef, Report, Undecodable};
 
@@ -102,6 +104,7 @@ pub fn lint_directories(
         }
     }
     findings.extend(findings::per_item(&units, &scans, dirs.len(), options));
+    findings.extend(findings::sound(&units, &scans, options));
     let mut classes = Vec::new();
     if options.runs(Check::Label) {
         let (histograms, label_findings) = findings::labels(&units, dirs, options)?;

@@ -1,6 +1,6 @@
 //! What is measured on one decoded frame (luma at the decoding scale):
 //! brightness percentiles, contrast, entropy, sharpness, a 32x32 thumbnail
-//! and its perceptual hash.
+//! and its perceptual hash; and on an item's sound, its level and clipping.
 
 use std::sync::OnceLock;
 
@@ -352,9 +352,84 @@ pub(crate) fn phash(thumb: &[f32; THUMB * THUMB]) -> u64 {
         .fold(0u64, |h, (i, &c)| if c > median { h | 1 << i } else { h })
 }
 
+/// The RMS level of an all-zero (or empty) track, in dBFS, and the least
+/// level [`level`] gives.
+pub(crate) const SILENCE_DBFS: f64 = -120.0;
+
+/// The level of a track of interleaved signed 16-bit little-endian samples
+/// (`docs/format.md` §8.2), every channel alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Level {
+    /// RMS relative to full scale (32768), in dB: 0 for a full-scale square
+    /// wave, -3.01 for a full-scale sine; at least [`SILENCE_DBFS`].
+    pub rms_dbfs: f64,
+    /// The fraction of samples at full scale (-32768 or 32767); 0 for an
+    /// empty track.
+    pub full_scale: f64,
+}
+
+/// Measures the samples `pcm`.
+pub(crate) fn level(pcm: &[u8]) -> Level {
+    let mut squares: u128 = 0;
+    let mut at_rail: u64 = 0;
+    let mut n: u64 = 0;
+    for pair in pcm.chunks_exact(2) {
+        let v = i16::from_le_bytes([pair[0], pair[1]]);
+        squares += u128::from(i32::from(v).unsigned_abs().pow(2));
+        at_rail += u64::from(v == i16::MAX || v == i16::MIN);
+        n += 1;
+    }
+    if n == 0 {
+        return Level {
+            rms_dbfs: SILENCE_DBFS,
+            full_scale: 0.0,
+        };
+    }
+    let rms = (squares as f64 / n as f64).sqrt() / 32768.0;
+    let rms_dbfs = if rms > 0.0 {
+        (20.0 * rms.log10()).max(SILENCE_DBFS)
+    } else {
+        SILENCE_DBFS
+    };
+    Level {
+        rms_dbfs,
+        full_scale: at_rail as f64 / n as f64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_of_silence_sines_and_clipping() {
+        let pcm = |values: &mut dyn Iterator<Item = i16>| -> Vec<u8> {
+            values.flat_map(i16::to_le_bytes).collect()
+        };
+        assert_eq!(level(&[]).rms_dbfs, SILENCE_DBFS);
+        let zeros = level(&pcm(&mut std::iter::repeat_n(0, 100)));
+        assert_eq!((zeros.rms_dbfs, zeros.full_scale), (SILENCE_DBFS, 0.0));
+        // A sine of amplitude a is 20 log10(a / sqrt 2) dBFS.
+        let sine = |a: f64| {
+            pcm(&mut (0..48_000).map(move |i| {
+                let x = a * 32767.0 * (f64::from(i) * std::f64::consts::TAU / 48.0).sin();
+                #[allow(clippy::cast_possible_truncation)] // within i16
+                let v = x.round() as i16;
+                v
+            }))
+        };
+        assert!((level(&sine(1.0)).rms_dbfs + 3.01).abs() < 0.01);
+        assert!((level(&sine(0.001)).rms_dbfs + 63.0).abs() < 0.1);
+        // A square wave at the rails is 0 dBFS, every sample at full scale.
+        let square = level(&pcm(
+            &mut (0..100).map(|i| if i % 2 == 0 { i16::MAX } else { i16::MIN })
+        ));
+        assert!(square.rms_dbfs.abs() < 0.01 && square.full_scale == 1.0);
+        let some = level(&pcm(
+            &mut (0..100).map(|i| if i < 5 { i16::MIN } else { 100 })
+        ));
+        assert_eq!(some.full_scale, 0.05);
+    }
 
     /// A picture with a natural-looking spectrum: waves of 1 to 8 cycles
     /// across it, amplitude falling with frequency, in coordinates relative

@@ -46,6 +46,13 @@ pub enum Check {
     /// Items whose aspect ratio is [`Thresholds::odd_aspect`] times off the
     /// directory's median (either way).
     OddAspect,
+    /// Items whose sound is silent: the RMS level of the whole track is at
+    /// most [`Thresholds::silent_audio`] dBFS (an all-zero track too).
+    /// Items without sound are not judged.
+    SilentAudio,
+    /// Items whose sound is clipped: at least [`Thresholds::clipped_audio`]
+    /// of its samples are at full scale (-32768 or 32767).
+    ClippedAudio,
     /// Classes with fewer than [`Thresholds::min_class_items`] items, labels
     /// missing from `label2idx.json`, items without the label key.
     Label,
@@ -53,7 +60,7 @@ pub enum Check {
 
 impl Check {
     /// Every check, in report order.
-    pub const ALL: [Check; 13] = [
+    pub const ALL: [Check; 15] = [
         Check::ExactDuplicate,
         Check::NearDuplicate,
         Check::Leak,
@@ -66,6 +73,8 @@ impl Check {
         Check::Short,
         Check::OddSize,
         Check::OddAspect,
+        Check::SilentAudio,
+        Check::ClippedAudio,
         Check::Label,
     ];
 
@@ -84,6 +93,8 @@ impl Check {
             Check::Short => "short",
             Check::OddSize => "odd_size",
             Check::OddAspect => "odd_aspect",
+            Check::SilentAudio => "silent_audio",
+            Check::ClippedAudio => "clipped_audio",
             Check::Label => "label",
         }
     }
@@ -168,6 +179,13 @@ pub const ODD_SIZE: f64 = 4.0;
 /// Odd aspect: an item whose width/height is this many times narrower or
 /// wider than the directory's median.
 pub const ODD_ASPECT: f64 = 2.0;
+/// Silent audio: the RMS level of a track, in dBFS (0 for a full-scale
+/// square wave, -3 for a full-scale sine, -120 for digital silence), is at
+/// most this (docs/lint.md has the levels measured on real encodes).
+pub const SILENT_AUDIO: f64 = -60.0;
+/// Clipped audio: at least this fraction of a track's samples are at full
+/// scale.
+pub const CLIPPED_AUDIO: f64 = 0.01;
 /// Label: classes with fewer items than this.
 pub const MIN_CLASS_ITEMS: usize = 5;
 /// The key of an item's meta_data that holds its label.
@@ -198,6 +216,10 @@ pub struct Thresholds {
     pub odd_size: f64,
     /// [`ODD_ASPECT`].
     pub odd_aspect: f64,
+    /// [`SILENT_AUDIO`].
+    pub silent_audio: f64,
+    /// [`CLIPPED_AUDIO`].
+    pub clipped_audio: f64,
     /// [`MIN_CLASS_ITEMS`].
     pub min_class_items: usize,
 }
@@ -216,6 +238,8 @@ impl Default for Thresholds {
             min_frames: MIN_FRAMES,
             odd_size: ODD_SIZE,
             odd_aspect: ODD_ASPECT,
+            silent_audio: SILENT_AUDIO,
+            clipped_audio: CLIPPED_AUDIO,
             min_class_items: MIN_CLASS_ITEMS,
         }
     }
@@ -224,7 +248,7 @@ impl Default for Thresholds {
 impl Thresholds {
     /// The names of the thresholds, as [`set`](Self::set) takes them (the
     /// CLI's flags without `--`, with `_` for `-`).
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 14] = [
         "near_distance",
         "dark",
         "light",
@@ -236,6 +260,8 @@ impl Thresholds {
         "min_frames",
         "odd_size",
         "odd_aspect",
+        "silent_audio",
+        "clipped_audio",
         "min_class_items",
     ];
 
@@ -268,6 +294,8 @@ impl Thresholds {
             "min_frames" => self.min_frames = count()? as usize,
             "odd_size" => self.odd_size = value,
             "odd_aspect" => self.odd_aspect = value,
+            "silent_audio" => self.silent_audio = value,
+            "clipped_audio" => self.clipped_audio = value,
             "min_class_items" => self.min_class_items = count()? as usize,
             _ => {
                 return Err(format!(

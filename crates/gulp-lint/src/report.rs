@@ -234,6 +234,11 @@ fn threshold_text(check: Check, t: &Thresholds) -> String {
         Check::Short => format!("< {} frames (--min-frames)", t.min_frames),
         Check::OddSize => format!("{}x off the median side (--odd-size)", t.odd_size),
         Check::OddAspect => format!("{}x off the median aspect (--odd-aspect)", t.odd_aspect),
+        Check::SilentAudio => format!("RMS <= {} dBFS (--silent-audio)", t.silent_audio),
+        Check::ClippedAudio => format!(
+            ">= {} of samples at full scale (--clipped-audio)",
+            t.clipped_audio
+        ),
         Check::Label => format!("classes < {} items (--min-class-items)", t.min_class_items),
     }
 }

@@ -1,8 +1,9 @@
 //! One pass over every item of the directories, on all cores: each frame's
 //! stored bytes are hashed, then decoded to luma at the least DCT scale
 //! whose short edge is at least 32 pixels (1/8, the DC coefficients alone,
-//! for frames of 256 pixels and more) and measured; what the later checks
-//! need is kept per item, a few dozen bytes per frame.
+//! for frames of 256 pixels and more) and measured; an item's sound is
+//! measured as it lies in the data file; what the later checks need is
+//! kept per item, a few dozen bytes per frame.
 //!
 //! Blur is the exception: it lives in the detail that 1/8 averages away,
 //! so when the `blurry` check runs, up to [`BLUR_SAMPLES`] frames of each
@@ -82,6 +83,9 @@ pub(crate) struct ItemScan {
     pub flagged: Vec<Flagged>,
     /// Frames that did not decode, with the decoder's message.
     pub undecodable: Vec<(usize, String)>,
+    /// The level of the item's sound, when it has a track and a sound
+    /// check runs.
+    pub sound: Option<measure::Level>,
 }
 
 /// The decoding of every frame: luma, fast DCT, at the least DCT scale
@@ -325,6 +329,13 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         flagged.push(work.frozen);
     }
     flagged.retain(|f| options.runs(f.check));
+    let sound = match item.audio_track() {
+        Some(track) if options.runs(Check::SilentAudio) || options.runs(Check::ClippedAudio) => {
+            let pcm = unit.reader.audio(unit.id, track).map_err(Error::read)?;
+            Some(measure::level(&pcm))
+        }
+        _ => None,
+    };
     Ok(ItemScan {
         frames: n,
         size,
@@ -333,6 +344,7 @@ fn scan_item(unit: &Unit<'_>, options: &Options, buf: &mut Vec<u8>) -> Result<It
         signature: signature_ok.then_some(signature),
         flagged,
         undecodable,
+        sound,
     })
 }
 

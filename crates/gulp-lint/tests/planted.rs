@@ -1,7 +1,9 @@
 //! Two directories of real JPEG images (made by the real ffmpeg) with one
 //! planted issue of each image check, and copies across them: every plant
 //! is found, under its check and no other of its kind, and nothing is
-//! found on the clean images.
+//! found on the clean images. Then real videos with silent, quiet, clipped
+//! and ordinary sound (real encodes through the real ingest): each sound
+//! check finds its plants and nothing else.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -311,4 +313,139 @@ fn a_missing_directory_is_an_error_naming_it() {
     let missing = tmp.path().join("nope");
     let err = lint(&[&missing], &Options::default(), &|_| {}).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
+}
+
+/// A 3 s `testsrc2` video with the sound of the lavfi graph `audio`
+/// (none when `None`), encoded as H.264 and AAC.
+fn video_with_sound(path: &Path, audio: Option<&str>) {
+    let mut args = vec![
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=160x120:rate=25:duration=3",
+    ];
+    if let Some(graph) = audio {
+        args.extend(["-f", "lavfi", "-i", graph]);
+    }
+    args.extend([
+        "-pix_fmt",
+        "yuv420p",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+    ]);
+    args.extend(["-c:a", "aac", "-shortest", path.to_str().unwrap()]);
+    ffmpeg(&args);
+}
+
+#[test]
+fn silent_and_clipped_sound_is_found_and_items_without_sound_are_not_judged() {
+    use gulp_ingest::video::AudioRequest;
+    use gulp_ingest::{AdapterKind, IngestRequest, ingest};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let videos = tmp.path().join("videos");
+    let class = videos.join("all");
+    std::fs::create_dir_all(&class).unwrap();
+    gulp_test_support::media::FlashBeep::mp4(3.0, &[0.5, 1.5]).write(&class.join("beep.mp4"));
+    video_with_sound(&class.join("silent.mp4"), Some("aevalsrc=0:s=48000:d=3"));
+    // White noise about 67 dB below full scale: a hiss, no content.
+    video_with_sound(
+        &class.join("hiss.mp4"),
+        Some("anoisesrc=a=0.0014:c=white:r=48000:d=3"),
+    );
+    // A sine 40 dB too loud, clipped to 16 bits before the encoder (as an
+    // overdriven recording is).
+    video_with_sound(
+        &class.join("clipped.mp4"),
+        Some("aevalsrc='0.5*sin(2*PI*440*t)':s=48000:d=3,volume=+40dB,aformat=sample_fmts=s16"),
+    );
+    video_with_sound(&class.join("mute.mp4"), None);
+    let dir = tmp.path().join("gulped");
+    let mut request = IngestRequest::new(AdapterKind::VideoFolder, vec![videos], dir.clone());
+    request.options.fsync = false;
+    request.options.frames.frame_rate = Some(4.0);
+    request.options.frames.short_edge = Some(64);
+    request.options.frames.audio = Some(AudioRequest {
+        sample_rate: 16000,
+        channels: 1,
+    });
+    let dataset = request.dataset().unwrap();
+    let report = ingest(&dataset, &dir, &request.options, &mut |_| {}).unwrap();
+    assert_eq!(report.items, 5, "{report:?}");
+    // Beside it, a directory ingested without sound.
+    let media = tmp.path().join("media");
+    std::fs::create_dir(&media).unwrap();
+    let plain = tmp.path().join("plain");
+    write(&plain, &[("p", None, &picture(&media, 1))]);
+
+    let sound_checks = Options {
+        checks: vec![Check::SilentAudio, Check::ClippedAudio],
+        ..Options::default()
+    };
+    let report = lint(&[&dir, &plain], &sound_checks, &|_| {}).unwrap();
+    let short = |id: &str| id.rsplit(['/', '-']).next().unwrap_or(id).to_owned();
+    let got: BTreeMap<Check, BTreeSet<String>> =
+        report.findings.iter().fold(BTreeMap::new(), |mut m, f| {
+            assert_eq!(f.items.len(), 1, "{f:?}");
+            m.entry(f.check).or_default().insert(short(&f.items[0].id));
+            m
+        });
+    let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(
+        got,
+        BTreeMap::from([
+            (Check::SilentAudio, names(&["hiss.mp4", "silent.mp4"])),
+            (Check::ClippedAudio, names(&["clipped.mp4"])),
+        ]),
+        "{}",
+        report.table()
+    );
+    let score = |check: Check, name: &str| {
+        report
+            .findings
+            .iter()
+            .find(|f| f.check == check && short(&f.items[0].id) == name)
+            .map(|f| (f.score, f.detail.clone()))
+            .unwrap()
+    };
+    // Digital silence scores the floor; the hiss its level; the clipped
+    // sine a quarter of its samples at the rails (docs/lint.md).
+    let (silent, detail) = score(Check::SilentAudio, "silent.mp4");
+    assert_eq!(silent, -120.0);
+    assert!(detail.contains("digital silence"), "{detail}");
+    let (hiss, detail) = score(Check::SilentAudio, "hiss.mp4");
+    assert!((-72.0..-62.0).contains(&hiss), "{hiss}");
+    assert!(detail.contains("dBFS"), "{detail}");
+    let (clipped, detail) = score(Check::ClippedAudio, "clipped.mp4");
+    assert!((0.1..0.5).contains(&clipped), "{clipped}");
+    assert!(detail.contains("% of samples at full scale"), "{detail}");
+
+    // The thresholds move the line: at -70 dBFS the hiss is sound, at
+    // half of the samples the clipped sine passes.
+    let mut strict = sound_checks.clone();
+    strict.thresholds.silent_audio = -70.0;
+    strict.thresholds.clipped_audio = 0.5;
+    let report = lint(&[&dir], &strict, &|_| {}).unwrap();
+    let found: Vec<(Check, String)> = report
+        .findings
+        .iter()
+        .map(|f| (f.check, short(&f.items[0].id)))
+        .collect();
+    assert_eq!(found, vec![(Check::SilentAudio, "silent.mp4".to_owned())]);
+    // All checks: the sound findings are the same.
+    let report = lint(&[&dir], &Options::default(), &|_| {}).unwrap();
+    let sound: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.check, Check::SilentAudio | Check::ClippedAudio))
+        .map(|f| (f.check, short(&f.items[0].id)))
+        .collect();
+    assert_eq!(sound.len(), 3, "{}", report.table());
+    assert!(
+        report.table().contains("silent_audio"),
+        "{}",
+        report.table()
+    );
 }

@@ -104,6 +104,7 @@ impl App {
             .route("/d/{n}/item", get(crate::pages::item))
             .route("/d/{n}/thumb", get(thumb))
             .route("/d/{n}/frame", get(frame))
+            .route("/d/{n}/audio", get(crate::sound::audio))
             .route("/d/{n}/model", get(crate::model::model_page))
             .route("/static/style.css", get(style))
             .route("/static/app.js", get(script))

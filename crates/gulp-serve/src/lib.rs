@@ -9,7 +9,8 @@
 //! - `/d/N/items` — the grid of directory `N`: paged, filtered (class, id
 //!   prefix, meta key and value) and sorted, every view a shareable URL;
 //! - `/d/N/item?id=ID` — one item: film strip, player, meta, frame sizes,
-//!   the same id in the other directories;
+//!   the same id in the other directories; an item with sound plays it,
+//!   its frames in step (`/d/N/audio?id=ID`, a WAV file);
 //! - `/d/N/model` — what the model sees: one batch of a
 //!   [`gulp_loader::Loader`] configured in the page, the crop of each clip
 //!   drawn on its source frames.
@@ -34,6 +35,7 @@ mod html;
 mod index;
 mod model;
 mod pages;
+mod sound;
 mod state;
 mod thumbs;
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use gulp_format::JsonSerializer;
+use gulp_format::{Audio, ItemMeta, JsonSerializer};
+use gulp_loader::{DURATION_KEY, FPS_KEY};
 use serde::{Deserialize, Serialize};
 
 use crate::error::HttpError;
@@ -527,10 +528,10 @@ fn dir_nav(n: usize, served: &Served) -> String {
     )
 }
 
-/// `?id=ID` of an item page.
+/// `?id=ID` of an item page (and of its sound).
 #[derive(Deserialize)]
 pub(crate) struct ItemQuery {
-    id: String,
+    pub id: String,
 }
 
 /// The page of one item.
@@ -573,19 +574,7 @@ fn render_item(n: usize, served: &Served, id: &str, others: &[(usize, String)]) 
         }
         body.push_str("</p>");
     }
-    if frames > 0 {
-        let _ = write!(
-            body,
-            "<div class=\"player\" data-frames=\"{frames}\" data-src=\"/d/{n}/frame?{qid}\">\
-             <img id=\"player\" alt=\"frame 0\" data-frame=\"0\" src=\"/d/{n}/frame?{qid}&amp;frame=0\">\
-             <div class=\"controls\"><button id=\"play\" type=\"button\">play</button>\
-             <label>fps <input id=\"fps\" type=\"number\" min=\"1\" max=\"60\" value=\"8\"></label>\
-             <input id=\"seek\" type=\"range\" min=\"0\" max=\"{}\" value=\"0\">\
-             <span id=\"frame-no\">0</span> / {frames}\
-             <span class=\"keys\">space: play/pause · ←/→: frame · +/−: speed</span></div></div>",
-            frames - 1
-        );
-    }
+    player(&mut body, n, &qid, item);
     body.push_str("<h2>frames</h2><div class=\"strip\">");
     for k in 0..frames {
         let _ = write!(
@@ -622,6 +611,85 @@ fn render_item(n: usize, served: &Served, id: &str, others: &[(usize, String)]) 
     }
     body.push_str("</table>");
     Ok(page(id, &dir_nav(n, served), &body))
+}
+
+/// The player of an item's frames (`app.js`), and its sound: an audio
+/// player whose clock the frames follow, or a word that the video had none.
+fn player(body: &mut String, n: usize, qid: &str, item: &ItemMeta) {
+    let frames = item.frame_info.len();
+    let track = item.audio_track();
+    if frames > 0 {
+        // With sound, the frames follow the audio's clock (app.js): each
+        // frame's time, and the time of the sound's first sample.
+        let mut clock = String::new();
+        if let Some(times) = frame_times(item) {
+            let list: Vec<String> = times.iter().map(f64::to_string).collect();
+            let _ = write!(clock, " data-times=\"[{}]\"", list.join(","));
+        }
+        if let Some(t) = track {
+            let _ = write!(clock, " data-audio-start=\"{}\"", t.start);
+        }
+        let rate = if track.is_some() {
+            // The sound sets the pace.
+            String::new()
+        } else {
+            "<label>fps <input id=\"fps\" type=\"number\" min=\"1\" max=\"60\" value=\"8\"></label>"
+                .into()
+        };
+        let _ = write!(
+            body,
+            "<div class=\"player\" data-frames=\"{frames}\" data-src=\"/d/{n}/frame?{qid}\"{clock}>\
+             <img id=\"player\" alt=\"frame 0\" data-frame=\"0\" src=\"/d/{n}/frame?{qid}&amp;frame=0\">\
+             <div class=\"controls\"><button id=\"play\" type=\"button\">play</button>{rate}\
+             <input id=\"seek\" type=\"range\" min=\"0\" max=\"{}\" value=\"0\">\
+             <span id=\"frame-no\">0</span> / {frames}\
+             <span class=\"keys\">space: play/pause · ←/→: frame{}</span></div></div>",
+            frames - 1,
+            if track.is_some() {
+                ""
+            } else {
+                " · +/−: speed"
+            }
+        );
+    }
+    match &item.audio {
+        Some(Audio::Track(t)) => {
+            let _ = write!(
+                body,
+                "<div class=\"sound\"><audio id=\"audio\" controls preload=\"auto\" src=\"/d/{n}/audio?{qid}\"></audio>\
+                 <span id=\"sound-info\">{} Hz, {} channel{}, {:.2} s from {:.3} s</span></div>",
+                t.sample_rate,
+                t.channels,
+                if t.channels == 1 { "" } else { "s" },
+                t.duration(),
+                t.start
+            );
+        }
+        Some(Audio::NoTrack) => body.push_str(
+            "<p class=\"sound\" id=\"no-sound\">no sound: the video had none that could be decoded</p>",
+        ),
+        None => {}
+    }
+}
+
+/// Each frame's time in seconds (`docs/format.md` §8.3): its frame times,
+/// else `i / fps` from the meta's `fps`, else from its `duration`; `None`
+/// when the item says none of them (the player's rate is then the page's).
+fn frame_times(item: &ItemMeta) -> Option<Vec<f64>> {
+    let n = item.frame_info.len();
+    if let Some(times) = &item.frame_times {
+        return Some(times.to_list(n));
+    }
+    let meta = item.first_meta_data()?;
+    let positive = |key: &str| {
+        meta.get(key)
+            .and_then(gulp_format::Value::as_f64)
+            .filter(|x| x.is_finite() && *x > 0.0)
+    };
+    #[allow(clippy::cast_precision_loss)] // frame counts are far below 2^53
+    let fps = positive(FPS_KEY).or_else(|| positive(DURATION_KEY).map(|d| n as f64 / d))?;
+    #[allow(clippy::cast_precision_loss)]
+    Some((0..n).map(|i| i as f64 / fps).collect())
 }
 
 /// Indents compact JSON for reading (the meta's own order kept).

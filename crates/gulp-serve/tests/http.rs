@@ -1,6 +1,7 @@
 //! `gulp serve` over real HTTP: pages and thumbnails of real directories,
-//! and the safety cases — paths and ids that try to leave the served
-//! directories, malformed requests, slow clients.
+//! an item's sound (real videos through the real ingest), and the safety
+//! cases — paths and ids that try to leave the served directories,
+//! malformed requests, slow clients.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -82,13 +83,7 @@ fn start() -> Served {
 
 /// Sends `request` as it is and returns the status and the whole answer.
 fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    stream.write_all(request).expect("send");
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
+    let answer = raw_bytes(addr, request);
     let text = String::from_utf8_lossy(&answer).into_owned();
     let status = text
         .split(' ')
@@ -96,6 +91,63 @@ fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     (status, text)
+}
+
+fn raw_bytes(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    stream.write_all(request).expect("send");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    answer
+}
+
+/// An answer split: status, header lines (names in lower case, as hyper
+/// writes them), body bytes.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// GET `target` with extra header lines, the answer split.
+fn fetch(addr: SocketAddr, target: &str, extra: &str) -> Answer {
+    let bytes = raw_bytes(
+        addr,
+        format!("GET {target} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    let split = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete head");
+    let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: bytes[split + 4..].to_vec(),
+    }
 }
 
 fn get(addr: SocketAddr, target: &str) -> (u16, String) {
@@ -178,6 +230,8 @@ fn nothing_outside_the_served_directories_can_be_read() {
         "/d/0/item?id=..%2Fsecret.txt",
         "/d/0/item?id=%2E%2E%2Fsecret.txt",
         "/d/0/frame?id=../secret.txt",
+        "/d/0/audio?id=../secret.txt",
+        "/d/0/audio?id=..",
         "/d/0/thumb?id=../../secret.txt",
         "/d/0/frame?id=/etc/passwd",
         "/d/0/item?id=%2Fetc%2Fpasswd",
@@ -313,4 +367,198 @@ fn the_lint_report_is_shown_escaped_and_a_missing_one_is_an_error() {
     };
     let err = App::open(missing).err().expect("an error");
     assert!(err.to_string().contains("nope.json"), "{err}");
+}
+
+/// Serves the real ingest (8 fps, 16 kHz mono sound) of a folder of two
+/// real encodes: `beeps/beep.mp4` (AAC, beeps at 0.5 s and 1.5 s) and
+/// `beeps/mute.mp4` (no audio stream); beside it, a directory without
+/// sound. Returns the server, the directory with sound, and the ids.
+fn start_with_sound() -> (Served, std::path::PathBuf, String, String) {
+    use gulp_ingest::video::AudioRequest;
+    use gulp_ingest::{AdapterKind, IngestRequest, ingest};
+    use gulp_test_support::media::FlashBeep;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let videos = tmp.path().join("videos");
+    std::fs::create_dir_all(videos.join("beeps")).expect("mkdir");
+    FlashBeep::mp4(2.0, &[0.5, 1.5]).write(&videos.join("beeps/beep.mp4"));
+    FlashBeep {
+        sound: false,
+        ..FlashBeep::mp4(2.0, &[1.0])
+    }
+    .write(&videos.join("beeps/mute.mp4"));
+    let sound = tmp.path().join("sound");
+    let mut request = IngestRequest::new(AdapterKind::VideoFolder, vec![videos], sound.clone());
+    request.options.fsync = false;
+    request.options.frames.frame_rate = Some(8.0);
+    request.options.frames.short_edge = Some(64);
+    request.options.frames.audio = Some(AudioRequest {
+        sample_rate: 16000,
+        channels: 1,
+    });
+    let dataset = request.dataset().expect("dataset");
+    let report = ingest(&dataset, &sound, &request.options, &mut |_| {}).expect("ingest");
+    assert_eq!(report.items, 2, "{report:?}");
+    let plain = tmp.path().join("plain");
+    std::fs::create_dir_all(&plain).expect("mkdir");
+    write_dir(&plain, &["a"], 1);
+
+    let dir = gulp_io::GulpDirectory::open(&sound).expect("open");
+    let id_of = |stem: &str| {
+        dir.ids()
+            .find(|id| id.contains(stem))
+            .unwrap_or_else(|| panic!("no id with {stem}"))
+            .to_owned()
+    };
+    let (beep, mute) = (id_of("beep"), id_of("mute"));
+    let app = App::open(Options::new(vec![sound.clone(), plain])).expect("open");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = gulp_serve::run(app, "127.0.0.1:0".parse().expect("addr"), |addr| {
+            let _ = tx.send(addr);
+        });
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("bound");
+    (Served { addr, _tmp: tmp }, sound, beep, mute)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn an_item_with_sound_is_played_from_a_wav_of_its_track() {
+    let (s, dir, beep, mute) = start_with_sound();
+    let gulp = gulp_io::GulpDirectory::open(&dir).expect("open");
+    let item = gulp.item(&beep).expect("item");
+    let track = item
+        .audio_track()
+        .expect("the beep video has sound")
+        .clone();
+    let pcm = gulp
+        .reader_for(&beep)
+        .and_then(|r| r.audio(&beep, &track))
+        .expect("pcm")
+        .into_owned();
+    assert_eq!((track.sample_rate, track.channels), (16000, 1));
+    assert_eq!(pcm.len() as u64, track.samples * 2);
+    let q = |id: &str| serde_urlencoded::to_string([("id", id)]).expect("query");
+
+    // The item page: an audio element on the WAV's route, the frames'
+    // times and the sound's start for the player.
+    let (status, page) = get(s.addr, &format!("/d/0/item?{}", q(&beep)));
+    assert_eq!(status, 200);
+    let src = format!("src=\"/d/0/audio?{}\"", q(&beep));
+    assert!(
+        page.contains("<audio id=\"audio\" controls") && page.contains(&src),
+        "{page}"
+    );
+    let times = item
+        .frame_times
+        .as_ref()
+        .expect("ingest writes frame times");
+    let list: Vec<String> = times
+        .to_list(item.frame_info.len())
+        .iter()
+        .map(f64::to_string)
+        .collect();
+    assert!(
+        page.contains(&format!("data-times=\"[{}]\"", list.join(","))),
+        "{page}"
+    );
+    assert!(page.contains(&format!("data-audio-start=\"{}\"", track.start)));
+    assert!(page.contains("16000 Hz, 1 channel, 2.00 s"), "{page}");
+    // A video without sound says so; an item of a directory ingested
+    // without sound has no word of it.
+    let (_, page) = get(s.addr, &format!("/d/0/item?{}", q(&mute)));
+    assert!(
+        page.contains("id=\"no-sound\"") && !page.contains("<audio"),
+        "{page}"
+    );
+    let (_, page) = get(s.addr, "/d/1/item?id=a");
+    assert!(!page.contains("<audio") && !page.contains("no-sound"));
+    assert!(!page.contains("data-times"), "{page}");
+
+    // The WAV: its header says 16 kHz mono 16-bit, its length is the
+    // header's and the samples', its samples are the record's.
+    let wav = fetch(s.addr, &format!("/d/0/audio?{}", q(&beep)), "");
+    assert_eq!(wav.status, 200);
+    assert_eq!(wav.header("content-type"), Some("audio/wav"));
+    assert_eq!(wav.header("accept-ranges"), Some("bytes"));
+    let len = 44 + pcm.len();
+    assert_eq!(wav.header("content-length"), Some(len.to_string().as_str()));
+    assert_eq!(wav.body.len(), len);
+    let b = &wav.body;
+    assert_eq!(
+        (&b[0..4], &b[8..16], &b[36..40]),
+        (&b"RIFF"[..], &b"WAVEfmt "[..], &b"data"[..])
+    );
+    assert_eq!(u32_at(b, 4) as usize, len - 8);
+    assert_eq!(u16::from_le_bytes([b[20], b[21]]), 1, "PCM");
+    assert_eq!(u16::from_le_bytes([b[22], b[23]]), 1, "channels");
+    assert_eq!(u32_at(b, 24), 16000);
+    assert_eq!(u32_at(b, 28), 32000, "bytes per second");
+    assert_eq!(u16::from_le_bytes([b[34], b[35]]), 16, "bits");
+    assert_eq!(u32_at(b, 40) as usize, pcm.len());
+    assert_eq!(&b[44..], &pcm[..]);
+    // The beeps are there: 0.6 of full scale at 0.5 s, silence at 1.0 s.
+    let peak = |ms: usize| {
+        let at = ms * 16;
+        pcm[at * 2..(at + 800) * 2]
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]).unsigned_abs())
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(peak(520) > 16000, "{}", peak(520));
+    assert!(peak(1000) < 500, "{}", peak(1000));
+
+    // Ranges, as a browser asks for them to seek.
+    let part = fetch(
+        s.addr,
+        &format!("/d/0/audio?{}", q(&beep)),
+        "Range: bytes=40-99\r\n",
+    );
+    assert_eq!(part.status, 206);
+    assert_eq!(
+        part.header("content-range"),
+        Some(format!("bytes 40-99/{len}").as_str())
+    );
+    assert_eq!(part.header("content-length"), Some("60"));
+    assert_eq!(part.body, b[40..100]);
+    let tail = fetch(
+        s.addr,
+        &format!("/d/0/audio?{}", q(&beep)),
+        "Range: bytes=-10\r\n",
+    );
+    assert_eq!((tail.status, &tail.body[..]), (206, &b[len - 10..]));
+    let past = fetch(
+        s.addr,
+        &format!("/d/0/audio?{}", q(&beep)),
+        &format!("Range: bytes={len}-\r\n"),
+    );
+    assert_eq!(past.status, 416);
+    assert_eq!(
+        past.header("content-range"),
+        Some(format!("bytes */{len}").as_str())
+    );
+
+    // No track, no item, no directory: 404 with a reason.
+    for target in [
+        format!("/d/0/audio?{}", q(&mute)),
+        "/d/1/audio?id=a".to_owned(),
+        "/d/0/audio?id=nope".to_owned(),
+        "/d/7/audio?id=a".to_owned(),
+    ] {
+        let answer = fetch(s.addr, &target, "");
+        assert_eq!(answer.status, 404, "{target}");
+        let reason = String::from_utf8_lossy(&answer.body).into_owned();
+        assert!(
+            reason.contains("no sound")
+                || reason.contains("no item")
+                || reason.contains("no directory"),
+            "{target}: {reason}"
+        );
+    }
+    assert_eq!(fetch(s.addr, "/d/0/audio", "").status, 400);
 }

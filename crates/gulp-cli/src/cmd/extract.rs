@@ -1,10 +1,12 @@
-//! `gulp extract`: an item's frames as files.
+//! `gulp extract`: an item's frames (and sound) as files.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use gulp_io::{Image, JpegDecoder, Selection, decode_batch};
+use gulp_format::Audio;
+use gulp_io::audio::{wav_data_len, wav_header};
+use gulp_io::{ChunkReader, Image, JpegDecoder, Selection, decode_batch};
 
 use crate::Outcome;
 use crate::cli::{ExtractArgs, ImageFormatArg};
@@ -44,15 +46,61 @@ pub fn run(args: &ExtractArgs) -> Result<Outcome> {
                 }
             }
         }
+        let sound = if args.audio {
+            write_audio(reader, id, &item_dir)?
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "{}: {} frames of id {id:?}",
+            "{}: {} frames of id {id:?}{sound}",
             item_dir.display(),
             frames.len()
         )?;
     }
     out.flush()?;
     Ok(Outcome::Success)
+}
+
+/// The file name of an item's sound in its folder (frames are numbered,
+/// so it meets none of them).
+const AUDIO_FILE: &str = "audio.wav";
+
+/// Writes `id`'s sound to `item_dir/audio.wav`, and says what was written
+/// (or why nothing was) for the item's line.
+fn write_audio(reader: &ChunkReader, id: &str, item_dir: &Path) -> Result<String> {
+    let track = match &reader.item(id)?.audio {
+        Some(Audio::Track(track)) => track,
+        Some(Audio::NoTrack) => return Ok("; no sound (its video had none)".into()),
+        None => return Ok("; no sound (ingested without --audio)".into()),
+    };
+    let pcm = reader.audio(id, track)?;
+    let path = item_dir.join(AUDIO_FILE);
+    let data = &pcm[..wav_data_len(pcm.len() as u64) as usize];
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&path)?;
+        file.write_all(&wav_header(
+            pcm.len() as u64,
+            track.sample_rate,
+            track.channels,
+        ))?;
+        file.write_all(data)
+    };
+    write().with_context(|| format!("writing {}", path.display()))?;
+    let cut = if data.len() < pcm.len() {
+        " (cut to the 4 GiB a WAV file can hold)"
+    } else {
+        ""
+    };
+    Ok(format!(
+        "; sound in {} ({} Hz, {} channel{}, {:.3} s from {:.3} s{cut})",
+        path.display(),
+        track.sample_rate,
+        track.channels,
+        if track.channels == 1 { "" } else { "s" },
+        track.duration(),
+        track.start
+    ))
 }
 
 fn write_png(path: &Path, image: &Image) -> Result<()> {

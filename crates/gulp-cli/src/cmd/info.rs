@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use gulp_format::Audio;
 use gulp_io::{LABEL_FILE, LabelIndex};
 use serde::Serialize;
 
@@ -26,6 +27,40 @@ struct Info {
     /// The size of the index file the directory was read from, if any.
     index: Option<u64>,
     warnings: Vec<String>,
+    /// The items' sound; `None` when read from an index file, which holds
+    /// no sound (the metas are not parsed then).
+    audio: Option<Sound>,
+    /// Items with frame times (`docs/format.md` §8.1); `None` as `audio`.
+    frame_times: Option<usize>,
+}
+
+/// What the metas say of sound (`docs/format.md` §8.2).
+#[derive(Debug, Default, Serialize)]
+struct Sound {
+    /// Items with an audio track.
+    items: usize,
+    /// Items ingested with sound whose video had none (`"audio": null`).
+    no_sound: usize,
+    /// Sample rate -> items with a track at it.
+    sample_rates: BTreeMap<u32, usize>,
+    /// Channel count -> items with a track of as many.
+    channels: BTreeMap<u16, usize>,
+    /// The tracks' length in all, in seconds.
+    seconds: f64,
+}
+
+impl Sound {
+    fn add(&mut self, audio: &Audio) {
+        match audio {
+            Audio::NoTrack => self.no_sound += 1,
+            Audio::Track(t) => {
+                self.items += 1;
+                *self.sample_rates.entry(t.sample_rate).or_default() += 1;
+                *self.channels.entry(t.channels).or_default() += 1;
+                self.seconds += t.duration();
+            }
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -68,6 +103,8 @@ fn summarise(args: &InfoArgs) -> Result<Info> {
         labels: None,
         index: None,
         warnings: gulp.warnings().iter().map(ToString::to_string).collect(),
+        audio: None,
+        frame_times: None,
     };
     let mut sizes = Vec::new();
     if let Some(index) = gulp.index_file() {
@@ -82,6 +119,7 @@ fn summarise(args: &InfoArgs) -> Result<Info> {
         sizes.extend((0..index.n_frames()).filter_map(|f| index.record(f).jpeg_len()));
         info.index = Some(index.bytes().len() as u64);
     }
+    let (mut sound, mut timed) = (Sound::default(), 0);
     for (index, entry) in gulp.chunks().iter().enumerate() {
         if info.index.is_some() {
             break;
@@ -93,7 +131,15 @@ fn summarise(args: &InfoArgs) -> Result<Info> {
         for (_, item) in reader.meta().iter() {
             info.frames += item.frame_info.len();
             sizes.extend(item.frame_info.iter().filter_map(|fi| fi.jpeg_len()));
+            if let Some(audio) = &item.audio {
+                sound.add(audio);
+            }
+            timed += usize::from(item.frame_times.is_some());
         }
+    }
+    if info.index.is_none() {
+        info.audio = Some(sound);
+        info.frame_times = Some(timed);
     }
     if !sizes.is_empty() {
         let mid = sizes.len() / 2;
@@ -150,6 +196,12 @@ fn print_text(out: &mut impl Write, info: &Info) -> Result<()> {
     if let Some(labels) = &info.labels {
         writeln!(out, "labels      {} ({LABEL_FILE})", labels.count)?;
     }
+    if let Some(sound) = info.audio.as_ref().filter(|s| s.items + s.no_sound > 0) {
+        writeln!(out, "sound       {}", sound_text(sound))?;
+    }
+    if let Some(timed) = info.frame_times.filter(|&n| n > 0) {
+        writeln!(out, "frame times {timed} {}", items(timed))?;
+    }
     if let Some(bytes) = info.index {
         writeln!(
             out,
@@ -163,6 +215,39 @@ fn print_text(out: &mut impl Write, info: &Info) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// `3 items, 12.5 s; 16000 Hz: 3; 1 channel: 3; 1 item without sound`.
+fn sound_text(sound: &Sound) -> String {
+    let mut parts = vec![format!(
+        "{} {}, {:.1} s",
+        sound.items,
+        items(sound.items),
+        sound.seconds
+    )];
+    let rates: Vec<String> = sound
+        .sample_rates
+        .iter()
+        .map(|(rate, n)| format!("{rate} Hz: {n}"))
+        .collect();
+    let channels: Vec<String> = sound
+        .channels
+        .iter()
+        .map(|(c, n)| format!("{c} channel{}: {n}", if *c == 1 { "" } else { "s" }))
+        .collect();
+    parts.extend(rates.into_iter().chain(channels));
+    if sound.no_sound > 0 {
+        parts.push(format!(
+            "{} {} without sound",
+            sound.no_sound,
+            items(sound.no_sound)
+        ));
+    }
+    parts.join("; ")
+}
+
+fn items(n: usize) -> &'static str {
+    if n == 1 { "item" } else { "items" }
 }
 
 fn human_bytes(bytes: u64) -> String {

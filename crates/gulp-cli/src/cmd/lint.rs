@@ -61,6 +61,8 @@ pub fn thresholds(t: &ThresholdArgs) -> Thresholds {
         min_frames: t.min_frames,
         odd_size: t.odd_size,
         odd_aspect: t.odd_aspect,
+        silent_audio: t.silent_audio,
+        clipped_audio: t.clipped_audio,
         min_class_items: t.min_class_items,
     }
 }

@@ -161,11 +161,13 @@ def lint(paths: Union[_Path, Sequence[_Path]], checks: Optional[Sequence[str]] =
          blurry: Optional[float] = None, frozen_diff: Optional[float] = None,
          frozen_frames: Optional[int] = None, min_frames: Optional[int] = None,
          odd_size: Optional[float] = None, odd_aspect: Optional[float] = None,
+         silent_audio: Optional[float] = None, clipped_audio: Optional[float] = None,
          min_class_items: Optional[int] = None) -> LintReport:
     """Finds what is wrong with gulp directories before training on them
     (``gulp lint``; docs/lint.md): duplicates, leaks across ``paths``,
     dark, light, blank, low-information, blurry and frozen frames, short
-    items, odd sizes and aspect ratios, label problems.
+    items, odd sizes and aspect ratios, silent or clipped sound, label
+    problems.
 
     ``checks``: the names to run (default: all). ``ids_out``: a file per
     directory (in the order of ``paths``) that gets the ids to keep, one
@@ -181,7 +183,8 @@ def lint(paths: Union[_Path, Sequence[_Path]], checks: Optional[Sequence[str]] =
         "near_distance": near_distance, "dark": dark, "light": light, "blank": blank,
         "low_information": low_information, "blurry": blurry, "frozen_diff": frozen_diff,
         "frozen_frames": frozen_frames, "min_frames": min_frames, "odd_size": odd_size,
-        "odd_aspect": odd_aspect, "min_class_items": min_class_items,
+        "odd_aspect": odd_aspect, "silent_audio": silent_audio,
+        "clipped_audio": clipped_audio, "min_class_items": min_class_items,
     }
     thresholds = {name: float(v) for name, v in given.items() if v is not None}
     text = _gulp.lint(list(paths), None if checks is None else list(checks), thresholds,
