@@ -490,6 +490,10 @@ fn group_size(remaining: usize, workers: usize) -> usize {
     (remaining / workers.max(1)).clamp(1, BATCH)
 }
 
+/// The least memory a clip in flight may hold before it spills, when a
+/// source has many.
+const MIN_CLIP_MEMORY: usize = 64 << 10;
+
 impl Run<'_> {
     /// `error` of item `index`, with where the item is in the input when
     /// the adapter says (a manifest's row).
@@ -497,13 +501,7 @@ impl Run<'_> {
         error.origin = self.adapter.origin(index);
         error
     }
-}
 
-/// The least memory a clip in flight may hold before it spills, when a
-/// source has many.
-const MIN_CLIP_MEMORY: usize = 64 << 10;
-
-impl Run<'_> {
     /// The sizes of the groups the producer hands out, in order: the clips
     /// of one source together ([`DatasetAdapter::source`]), other items
     /// as [`group_size`] says.
