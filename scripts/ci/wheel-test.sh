@@ -34,6 +34,14 @@ venv="$work/venv"
 mkdir -p "$work/videos/clips"
 ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=160x120:rate=25 -t 2 \
     -pix_fmt yuv420p "$work/videos/clips/test.mp4"
+# And one with sound, for a manifest's clip: a timed decode, whose options
+# differ between ffmpeg versions (the extra's static build is newer than
+# the PATH's).
+mkdir -p "$work/sound"
+ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=160x120:rate=25:duration=2 \
+    -f lavfi -i sine=frequency=440:duration=2 -c:v libx264 -pix_fmt yuv420p -c:a aac \
+    -shortest "$work/sound/talk.mp4"
+printf 'path,start,end,caption\ntalk.mp4,0.5,1.5,a tone\n' >"$work/sound/clips.csv"
 
 # A PATH with every command of this one but the build tools: symlinks in one
 # directory, first match wins, as the shell would find them. ffmpeg and
@@ -119,6 +127,31 @@ for out in sys.argv[2:]:
     assert len(frames) == 50 and frames[0].shape == (120, 160, 3), (out, len(frames), frames[0].shape)
 print(f"wheel-test.sh: with the [ffmpeg] extra ({ffmpeg}): 50 frames of 160x120 from the CLI and gulp.ingest", file=sys.stderr)
 PY
+"${user_env[@]}" "$venv/bin/gulp" ingest manifest "$work/sound/clips.csv" "$work/out-clip" --audio --quiet
+"${user_env[@]}" "$venv/bin/gulp" check "$work/out-clip" --decode >/dev/null
+"${user_env[@]}" "$venv/bin/gulp" dump-meta "$work/out-clip" >"$work/clip.json"
+"${py[@]}" - "$work/clip.json" <<'PY' || fail "a manifest's clip with sound with the [ffmpeg] extra"
+import json, sys
+(item,) = json.load(open(sys.argv[1])).values()
+times, audio = item["frame_times"], item["audio"]
+# 25 fps: the frames shown in [0.5, 1.5) are those at 0.52 ... 1.48 s.
+assert len(item["frame_info"]) == 25, len(item["frame_info"])
+assert abs(times["start"] - 0.52) < 1e-6 and abs(times["step"] - 0.04) < 1e-6, times
+assert audio["sample_rate"] == 16000 and audio["samples"] == 16000 and audio["start"] == 0.5, audio
+print(f"wheel-test.sh: a manifest's clip with the [ffmpeg] extra: 25 frames from 0.52 s, {audio['samples']} samples", file=sys.stderr)
+PY
+# An ffmpeg older than 4.0 first on the PATH gives way to the extra's.
+mkdir -p "$work/old-ffmpeg"
+printf '%s\n' '#!/bin/sh' \
+    "echo 'ffmpeg version 3.4.8-0ubuntu0.2 Copyright (c) 2000-2020 the FFmpeg developers'" \
+    "echo 'libavformat    57. 83.100 / 57. 83.100'" >"$work/old-ffmpeg/ffmpeg"
+chmod +x "$work/old-ffmpeg/ffmpeg"
+env -u GULP_FFMPEG -u IMAGEIO_FFMPEG_EXE "PATH=$work/old-ffmpeg:$venv/bin:$shadow" "HOME=$HOME" \
+    "VIRTUAL_ENV=$venv" "$venv/bin/gulp" ingest video-folder "$work/videos" "$work/out-old" --quiet ||
+    fail "the [ffmpeg] extra did not take the place of an ffmpeg 3.4 on the PATH"
+[ "$("${user_env[@]}" "$venv/bin/gulp" info "$work/out-old" | awk '$1 == "frames" {print $2}')" = 50 ] ||
+    fail "the ingest with an ffmpeg 3.4 on the PATH and the [ffmpeg] extra did not give 50 frames"
+step "an ffmpeg 3.4 on the PATH gave way to the [ffmpeg] extra's"
 
 step "installing the test requirements (gulpio2 0.0.4, pytest, ...)"
 "${pip[@]}" install -r crates/gulp-python/tests/requirements.txt

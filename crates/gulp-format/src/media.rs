@@ -35,6 +35,33 @@ pub enum FrameTimes {
 }
 
 impl FrameTimes {
+    /// How far (in seconds) a time may be from a grid's and the times still
+    /// be stored as that grid: far below any frame interval, far above the
+    /// rounding of times read from a source's time base.
+    pub const GRID_TOLERANCE: f64 = 1e-6;
+
+    /// The times of a source's frames, stored as compactly as they allow: a
+    /// [`FrameTimes::Grid`] when two or more times are evenly spaced (each
+    /// within [`FrameTimes::GRID_TOLERANCE`] of the grid from the first to
+    /// the last), the list otherwise. A constant-rate source's clip is then
+    /// two numbers in its meta, not one per frame.
+    pub fn from_times(times: Vec<f64>) -> FrameTimes {
+        if let [first, .., last] = times[..] {
+            #[allow(clippy::cast_precision_loss)] // frame counts are far below 2^53
+            let step = (last - first) / (times.len() - 1) as f64;
+            let grid = FrameTimes::Grid { start: first, step };
+            let on_grid = step > 0.0
+                && times.iter().enumerate().all(|(i, &t)| {
+                    grid.at(i)
+                        .is_some_and(|g| (t - g).abs() <= Self::GRID_TOLERANCE)
+                });
+            if on_grid {
+                return grid;
+            }
+        }
+        FrameTimes::List(times)
+    }
+
     /// The time of frame `i`; `None` past the end of a list.
     pub fn at(&self, i: usize) -> Option<f64> {
         match self {
@@ -353,6 +380,23 @@ mod tests {
         assert_eq!(grid.at(2), Some(1.75));
         assert_eq!(grid.to_list(3), [1.5, 1.625, 1.75]);
         let list = FrameTimes::List(vec![0.0, 0.04, 0.1]);
+        assert_eq!(
+            FrameTimes::from_times(vec![0.0, 0.04, 0.1]),
+            list,
+            "uneven times stay a list"
+        );
+        match FrameTimes::from_times(vec![1.0, 1.04, 1.08, 1.12, 1.1600004]) {
+            FrameTimes::Grid { start, step } => {
+                assert_eq!(start, 1.0);
+                assert!((step - 0.0400001).abs() < 1e-12, "{step}");
+            }
+            list => panic!("even times (within 1e-6 s) stored as {list:?}"),
+        }
+        assert_eq!(
+            FrameTimes::from_times(vec![2.0]),
+            FrameTimes::List(vec![2.0])
+        );
+        assert_eq!(FrameTimes::from_times(vec![]), FrameTimes::List(vec![]));
         assert_eq!(
             FrameTimes::from_value(&list.to_value(), 3),
             Ok(list.clone())

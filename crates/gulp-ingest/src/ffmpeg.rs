@@ -4,7 +4,9 @@
 //! bundled binary a host registered with [`set_bundled`] (the Python
 //! package registers the static build of the optional `imageio-ffmpeg`
 //! package, `pip install "gulp-video[ffmpeg]"`). The first one found is
-//! the one run, once checked to be ffmpeg [`MIN_VERSION`] or later.
+//! the one run, once checked to be ffmpeg [`MIN_VERSION`] or later; an
+//! `ffmpeg` on the `PATH` older than that gives way to the bundled one
+//! when there is one (`$GULP_FFMPEG`, a choice, never does).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -29,9 +31,10 @@ const HOW_TO_GET: &str = "set GULP_FFMPEG to an ffmpeg binary, put `ffmpeg` on t
 /// The bundled ffmpeg, the last resort of the rule.
 static BUNDLED: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// The result of each binary's version check, so that it runs once per
-/// process.
-static CHECKED: Mutex<Option<HashMap<PathBuf, Result<(), String>>>> = Mutex::new(None);
+/// The result of each binary's version check (its libavformat major
+/// version when `-version` printed one), so that it runs once per process.
+type Checked = Result<Option<u32>, String>;
+static CHECKED: Mutex<Option<HashMap<PathBuf, Checked>>> = Mutex::new(None);
 
 /// Registers the ffmpeg used when neither `$GULP_FFMPEG` nor `ffmpeg` on
 /// the `PATH` is there (`None` forgets it).
@@ -43,37 +46,100 @@ pub fn set_bundled(path: Option<PathBuf>) {
 /// [`MIN_VERSION`] or later; otherwise one line that says what is wrong
 /// and how to get one.
 pub fn binary() -> Result<PathBuf, String> {
-    let path = find()?;
-    let mut checked = CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
-    let checked = checked.get_or_insert_with(HashMap::new);
-    if let Some(result) = checked.get(&path) {
-        return result.clone().map(|()| path);
+    let (path, chosen) = find()?;
+    match checked(&path) {
+        Ok(_) => Ok(path),
+        Err(too_old) if !chosen => match bundled().filter(|b| *b != path) {
+            Some(b) if checked(&b).is_ok() => Ok(b),
+            _ => Err(too_old),
+        },
+        Err(e) => Err(e),
     }
-    let result = check_version(&path);
-    checked.insert(path.clone(), result.clone());
-    result.map(|()| path)
 }
 
-/// The first ffmpeg of the rule that exists.
-fn find() -> Result<PathBuf, String> {
-    let path_var = std::env::var_os("PATH");
-    if let Some(chosen) = std::env::var_os("GULP_FFMPEG").filter(|v| !v.is_empty()) {
-        return on_path(&chosen, path_var.as_deref()).ok_or_else(|| {
-            format!(
-                "GULP_FFMPEG={}: no such executable; {HOW_TO_GET}",
-                chosen.to_string_lossy()
-            )
-        });
-    }
-    if let Some(found) = on_path(OsStr::new("ffmpeg"), path_var.as_deref()) {
-        return Ok(found);
-    }
-    let bundled = BUNDLED
+/// The bundled ffmpeg, when one is registered and executable.
+fn bundled() -> Option<PathBuf> {
+    BUNDLED
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    bundled
+        .clone()
         .filter(|p| is_executable(p))
+}
+
+/// The version check of `path`, run once per process.
+fn checked(path: &Path) -> Checked {
+    let mut checked = CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
+    let checked = checked.get_or_insert_with(HashMap::new);
+    if let Some(result) = checked.get(path) {
+        return result.clone();
+    }
+    let result = check_version(path);
+    checked.insert(path.to_path_buf(), result.clone());
+    result
+}
+
+/// The options of a timed decode that changed names across ffmpeg's
+/// versions, for the `ffmpeg` binary given: each is put before the name of
+/// every output it concerns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dialect {
+    /// Every frame as the source has it, none dropped or repeated:
+    /// `-fps_mode passthrough`, an option of each output, from ffmpeg 6
+    /// (libavformat 60) on, where the global `-vsync` it replaces is
+    /// deprecated (ffmpeg 7 and later refuse it); `-vsync passthrough`
+    /// before, as ffmpeg 4 knows no `-fps_mode` (given again, the same
+    /// setting).
+    pub passthrough: [&'static str; 2],
+    /// Packets timed in the demuxer's time base, so that a frame's time is
+    /// the source's without rounding: `-enc_time_base -1` up to ffmpeg 6,
+    /// `-enc_time_base demux` from ffmpeg 7 (libavformat 61) on, which
+    /// deprecates the number (ffmpeg 9 refuses it).
+    pub demuxer_time_base: [&'static str; 2],
+}
+
+impl Dialect {
+    /// The options for `ffmpeg`, from its version check (run once per
+    /// process); the newest ffmpeg's when its version is unknown.
+    pub fn of(ffmpeg: &Path) -> Dialect {
+        Dialect::for_libavformat(checked(ffmpeg).ok().flatten())
+    }
+
+    fn for_libavformat(major: Option<u32>) -> Dialect {
+        let major = major.unwrap_or(u32::MAX);
+        Dialect {
+            passthrough: if major < 60 {
+                ["-vsync", "passthrough"]
+            } else {
+                ["-fps_mode", "passthrough"]
+            },
+            demuxer_time_base: if major < 61 {
+                ["-enc_time_base", "-1"]
+            } else {
+                ["-enc_time_base", "demux"]
+            },
+        }
+    }
+}
+
+/// The first ffmpeg of the rule that exists, and whether it was chosen by
+/// `$GULP_FFMPEG`.
+fn find() -> Result<(PathBuf, bool), String> {
+    let path_var = std::env::var_os("PATH");
+    if let Some(chosen) = std::env::var_os("GULP_FFMPEG").filter(|v| !v.is_empty()) {
+        return on_path(&chosen, path_var.as_deref())
+            .map(|p| (p, true))
+            .ok_or_else(|| {
+                format!(
+                    "GULP_FFMPEG={}: no such executable; {HOW_TO_GET}",
+                    chosen.to_string_lossy()
+                )
+            });
+    }
+    if let Some(found) = on_path(OsStr::new("ffmpeg"), path_var.as_deref()) {
+        return Ok((found, false));
+    }
+    bundled()
+        .map(|p| (p, false))
         .ok_or_else(|| format!("ffmpeg not found (videos are decoded with ffmpeg): {HOW_TO_GET}"))
 }
 
@@ -98,7 +164,7 @@ fn is_executable(path: &Path) -> bool {
 /// Runs `ffmpeg -version` and refuses a libavformat older than
 /// [`MIN_VERSION`]'s. An output without a libavformat line is let through
 /// (the decoding then reports what goes wrong).
-fn check_version(path: &Path) -> Result<(), String> {
+fn check_version(path: &Path) -> Checked {
     let out = Command::new(path)
         .arg("-version")
         .stdin(Stdio::null())
@@ -112,7 +178,7 @@ fn check_version(path: &Path) -> Result<(), String> {
             path.display(),
             version_name(&text).unwrap_or("of an unknown version"),
         )),
-        _ => Ok(()),
+        major => Ok(major),
     }
 }
 
@@ -152,6 +218,21 @@ mod tests {
         );
         assert_eq!(libavformat_major("ffmpeg version N-1234-gabcdef"), None);
         assert_eq!(libavformat_major("libavformat    x. 1.100"), None);
+    }
+
+    #[test]
+    fn dialects() {
+        let old = Dialect::for_libavformat(Some(59));
+        assert_eq!(old.passthrough, ["-vsync", "passthrough"]);
+        assert_eq!(old.demuxer_time_base, ["-enc_time_base", "-1"]);
+        let six = Dialect::for_libavformat(Some(60));
+        assert_eq!(six.passthrough, ["-fps_mode", "passthrough"]);
+        assert_eq!(six.demuxer_time_base, ["-enc_time_base", "-1"]);
+        for new in [Some(61), Some(63), None] {
+            let new = Dialect::for_libavformat(new);
+            assert_eq!(new.passthrough, ["-fps_mode", "passthrough"]);
+            assert_eq!(new.demuxer_time_base, ["-enc_time_base", "demux"]);
+        }
     }
 
     #[test]

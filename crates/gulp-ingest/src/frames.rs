@@ -326,7 +326,7 @@ pub fn encode_clips(
                         start: span.start,
                         step: 1.0 / rate,
                     },
-                    None => FrameTimes::List(times),
+                    None => FrameTimes::from_times(times),
                 },
                 audio: opts.audio.map(|a| match samples {
                     None => ClipAudio::NoTrack,

@@ -324,17 +324,14 @@ fn timed_command(
         cmd.arg("-t").arg(format!("{d}"));
     }
     cmd.arg("-i").arg(path);
+    // Every frame as the source has it, in both outputs of the video.
+    let dialect = ffmpeg::Dialect::of(ffmpeg);
     // The times first: ffmpeg writes an output's packet of a frame before
     // the next output's, so a frame's time is there when its pixels are.
     cmd.args(["-map", "0:V:0", "-an", "-sn", "-c:v", "wrapped_avframe"]);
-    cmd.args([
-        "-enc_time_base",
-        "-1",
-        "-flush_packets",
-        "1",
-        "-f",
-        "framecrc",
-    ]);
+    cmd.args(dialect.passthrough)
+        .args(dialect.demuxer_time_base);
+    cmd.args(["-flush_packets", "1", "-f", "framecrc"]);
     cmd.arg(file_url(&fifos[0]));
     cmd.args([
         "-map",
@@ -346,6 +343,7 @@ fn timed_command(
         "-f",
         "yuv4mpegpipe",
     ]);
+    cmd.args(dialect.passthrough);
     cmd.arg(file_url(&fifos[1]));
     if let Some(a) = audio {
         cmd.args([
@@ -361,8 +359,6 @@ fn timed_command(
         cmd.args(["-c:a", "pcm_s16le", "-f", "s16le"]);
         cmd.arg(file_url(&fifos[2]));
     }
-    // Every frame as the source has it: none dropped or repeated.
-    cmd.args(["-vsync", "passthrough"]);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

@@ -2,10 +2,14 @@
 `gulp` command and the distribution's metadata."""
 
 import os
+import shutil
 import subprocess
 import sys
 
+import pytest
+
 import gulp
+from gulp import _gulp
 
 
 def run(*args, **kwargs):
@@ -57,6 +61,36 @@ def test_the_installed_distribution_is_gulp_video():
             "Apache License" in shipped.read_text()
     scripts = [(e.name, e.value) for e in dist.entry_points if e.group == "console_scripts"]
     assert scripts == [("gulp", "gulp._cli:main")]
+
+
+def test_the_bundled_ffmpeg_takes_the_place_of_an_old_one_on_the_path(tmp_path, monkeypatch):
+    """An ffmpeg on the PATH older than 4.0 gives way to the bundled one
+    (the [ffmpeg] extra's), when there is one; GULP_FFMPEG never does."""
+    real = shutil.which("ffmpeg")
+    if real is None:
+        pytest.skip("no ffmpeg to stand for the bundled one")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "ffmpeg"
+    old.write_text(
+        "#!/bin/sh\n"
+        "echo 'ffmpeg version 3.4.8-0ubuntu0.2 Copyright (c) 2000-2020 the FFmpeg developers'\n"
+        "echo 'libavformat    57. 83.100 / 57. 83.100'\n"
+    )
+    old.chmod(0o755)
+    monkeypatch.delenv("GULP_FFMPEG", raising=False)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    try:
+        _gulp.set_bundled_ffmpeg(None)
+        with pytest.raises(gulp.IngestError, match="is ffmpeg 3.4.8"):
+            _gulp.ffmpeg_path()
+        _gulp.set_bundled_ffmpeg(real)
+        assert os.fsdecode(_gulp.ffmpeg_path()) == real
+        monkeypatch.setenv("GULP_FFMPEG", str(old))
+        with pytest.raises(gulp.IngestError, match="is ffmpeg 3.4.8"):
+            _gulp.ffmpeg_path()
+    finally:
+        _gulp.set_bundled_ffmpeg(None)
 
 
 def test_an_ffmpeg_older_than_4_0_is_refused(tmp_path, monkeypatch):

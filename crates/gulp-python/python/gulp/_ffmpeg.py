@@ -3,7 +3,8 @@
 
 Which ffmpeg runs is decided in one place, gulp_ingest's ``ffmpeg`` module:
 ``GULP_FFMPEG``, then ``ffmpeg`` on the PATH, then the binary registered
-here. ``_gulp.ffmpeg_path()`` gives the one chosen, or an error naming the
+here, which also takes the place of an ``ffmpeg`` on the PATH older than
+4.0. ``_gulp.ffmpeg_path()`` gives the one chosen, or an error naming the
 three ways to get one.
 """
 
