@@ -3,7 +3,8 @@
 # once by scripts/env/garage.sh): a directory uploaded to a bucket reads as the
 # local copy does (`gulp dump-meta`, `extract`, `bench`, the loader, Python's
 # GulpDirectory, gulp serve), the loader needs at most 2 requests per clip of
-# consecutive frames, and wrong credentials, a missing bucket, an
+# consecutive frames, keys in a credentials file under AWS_PROFILE work
+# (scripts/ci/s3_credentials_test.sh), and wrong credentials, a missing bucket, an
 # unreachable endpoint, a plain-HTTP endpoint without AWS_ALLOW_HTTP and a
 # truncated object are clear errors naming the
 # URL (exit 2, no panic). Part of scripts/test.sh.
@@ -15,8 +16,9 @@ fail() { log "FAIL: $*"; exit 1; }
 
 cargo build --release -q -p gulp-cli
 cargo build --release -q -p gulp-io --example s3_put
-GULP="$root/target/release/gulp"
-PUT="$root/target/release/examples/s3_put"
+target="${CARGO_TARGET_DIR:-$root/target}"
+GULP="$target/release/gulp"
+PUT="$target/release/examples/s3_put"
 
 state="$(mktemp -d /tmp/gulp-s3.XXXXXX)"
 trap 'scripts/env/garage.sh stop "$state/garage"; rm -rf "$state"' EXIT
@@ -54,6 +56,9 @@ there="$("$GULP" check --decode --json "$url" | "$root/.venv/bin/python" -c "$co
 [ "$here" = "$there" ] || fail "check --decode: $there, locally $here"
 "$GULP" info "$url" | grep -q "labels      2 (label2idx.json)" || fail "info does not read the bucket's labels"
 log "dump-meta, extract and check --decode ($there: chunks items frames bytes decoded problems): identical to the local copy"
+
+# Credentials as the AWS tools find them: a profile in ~/.aws/credentials.
+scripts/ci/s3_credentials_test.sh "$GULP" "$url"
 
 # gulp serve with the bucket and the local copy side by side: the same
 # numbers, the same thumbnails and frames, the item linked across.

@@ -40,6 +40,8 @@ mod cache;
 pub mod check;
 mod choice;
 mod codec;
+#[cfg(feature = "s3")]
+mod credentials;
 mod directory;
 mod error;
 mod index_file;

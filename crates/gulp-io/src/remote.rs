@@ -3,10 +3,11 @@
 //! Paths of a remote directory are kept as `PathBuf`s spelling the URL
 //! (`s3://bucket/prefix/data_0.gulp`), so errors name the object as they
 //! name a file. One client per bucket is made on first use and shared: it is
-//! configured by the standard variables (`AWS_ACCESS_KEY_ID`,
-//! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
-//! `AWS_ALLOW_HTTP`, ...), retries transient errors with exponential
-//! backoff, and coalesces the byte ranges of one read into few requests.
+//! configured by the standard variables (`AWS_ENDPOINT_URL`,
+//! `AWS_ALLOW_HTTP`, ...), with credentials and region found as the AWS
+//! tools find them (src/credentials.rs), retries transient errors with
+//! exponential backoff, and coalesces the byte ranges of one read into few
+//! requests.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -16,10 +17,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
+use crate::credentials::{self, Source};
 use crate::error::{ErrorKind, Result};
 
 /// The spans of one read fetched at once (each its own request).
@@ -133,6 +135,50 @@ fn split(path: &Path) -> Result<(String, String)> {
     Ok((bucket.to_owned(), key.trim_matches('/').to_owned()))
 }
 
+/// A builder configured by the process's `AWS_*` variables, as
+/// object_store's `from_env` reads them, but for the credentials and the
+/// region: those are [`credentials::resolve`]'s (the environment, then the
+/// profile's files, ...), so that the keys of one source are never mixed
+/// with another's token.
+fn from_env(url: &str) -> Result<AmazonS3Builder> {
+    let chain = credentials::resolve(|name| std::env::var(name).ok())
+        .map_err(|reason| remote_err(url, None, reason))?;
+    let mut builder = AmazonS3Builder::new();
+    for (key, value) in std::env::vars_os() {
+        let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
+            continue;
+        };
+        if !key.starts_with("AWS_") {
+            continue;
+        }
+        let Ok(config) = key.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() else {
+            continue;
+        };
+        if !matches!(
+            config,
+            AmazonS3ConfigKey::AccessKeyId
+                | AmazonS3ConfigKey::SecretAccessKey
+                | AmazonS3ConfigKey::Token
+                | AmazonS3ConfigKey::Region
+                | AmazonS3ConfigKey::DefaultRegion
+        ) {
+            builder = builder.with_config(config, value);
+        }
+    }
+    if let Some(region) = chain.region {
+        builder = builder.with_region(region);
+    }
+    if let Source::Keys { keys, .. } = chain.source {
+        builder = builder
+            .with_access_key_id(keys.key_id)
+            .with_secret_access_key(keys.secret);
+        if let Some(token) = keys.token {
+            builder = builder.with_token(token);
+        }
+    }
+    Ok(builder)
+}
+
 fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
     static BUCKETS: OnceLock<Mutex<HashMap<String, Arc<Bucket>>>> = OnceLock::new();
     let map = BUCKETS.get_or_init(Default::default);
@@ -148,7 +194,7 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
     let timeout = timeout();
     let allow_http = std::env::var("AWS_ALLOW_HTTP")
         .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
-    let mut builder = AmazonS3Builder::from_env()
+    let mut builder = from_env(url)?
         .with_bucket_name(name)
         .with_retry(retry)
         .with_client_options(
