@@ -11,7 +11,8 @@
 # In the venv of scripts/env/torch-env.sh: makes 30 short videos with ffmpeg
 # (3 classes) and gulps them; `torchrun --nproc_per_node 2` trains a small
 # 3D-conv classifier with DistributedDataParallel (gloo, CPU) on
-# `gulp.torch.ClipDataset` batches (scripts/ddp_train.py) and stops after 3
+# `gulp.torch.ClipDataset` batches (`-m gulp.examples.train_ddp`, the guide's
+# script as the installed package has it; gloo on this CPU) and stops after 3
 # steps with a checkpoint (model, optimizer, loader state); then resumes
 # from it once on 2 ranks and once on 1 rank, each to the end of the epoch.
 # From the logged (epoch, position, id) of every clip trained on, it checks
@@ -47,8 +48,8 @@ run() { # run PHASE NPROC ARGS...
     local phase=$1 nproc=$2
     shift 2
     log "$phase: torchrun --nproc_per_node $nproc"
-    "$TORCHRUN" --standalone --nproc_per_node "$nproc" scripts/ddp_train.py \
-        "$work/gulp" "$work/$phase.log" --phase "$phase" "$@" 2>&1 | sed "s/^/  [$phase] /" >&2
+    (cd "$work" && "$TORCHRUN" --standalone --nproc_per_node "$nproc" -m gulp.examples.train_ddp \
+        "$work/gulp" "$work/$phase.log" --phase "$phase" --threads 1 "$@") 2>&1 | sed "s/^/  [$phase] /" >&2
 }
 start=$SECONDS
 run stop 2 --epochs 1 --stop-after 3 --checkpoint "$work/ckpt.pt"

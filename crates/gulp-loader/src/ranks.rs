@@ -82,6 +82,19 @@ impl Launch {
         number("SLURM_NTASKS_PER_NODE").map(|n| (n, Launcher::Slurm))
     }
 
+    /// This process's rank on its node, as the launcher says it: torchrun's
+    /// `LOCAL_RANK`, else the `SLURM_LOCALID` of a task of an `srun` step.
+    /// It is the GPU a rank uses when the process has not chosen one
+    /// (`device="cuda"` in the Python binding, `init_distributed`).
+    pub fn local_rank_from_env(env: impl Fn(&str) -> Option<String>) -> Option<(usize, Launcher)> {
+        let number = |k: &str| env(k)?.trim().parse::<usize>().ok();
+        if let Some(n) = number("LOCAL_RANK") {
+            return Some((n, Launcher::Torchrun));
+        }
+        env("SLURM_STEP_ID")?;
+        number("SLURM_LOCALID").map(|n| (n, Launcher::Slurm))
+    }
+
     fn is_valid(&self) -> bool {
         self.world_size > 0 && self.rank < self.world_size
     }
@@ -255,6 +268,29 @@ mod tests {
             None
         );
         assert_eq!(Launch::from_env(env(&[("RANK", "x")])), None);
+    }
+
+    #[test]
+    fn local_rank_from_torchrun_then_srun() {
+        let torchrun = [
+            ("LOCAL_RANK", "1"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_LOCALID", "3"),
+        ];
+        assert_eq!(
+            Launch::local_rank_from_env(env(&torchrun)),
+            Some((1, Launcher::Torchrun))
+        );
+        assert_eq!(
+            Launch::local_rank_from_env(env(&torchrun[1..])),
+            Some((3, Launcher::Slurm))
+        );
+        // A batch script (no step) is no task of several.
+        assert_eq!(Launch::local_rank_from_env(env(&torchrun[2..])), None);
+        assert_eq!(
+            Launch::local_rank_from_env(env(&[("LOCAL_RANK", "x")])),
+            None
+        );
     }
 
     #[test]

@@ -61,6 +61,7 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loader::read_ids, m)?)?;
     m.add_function(wrap_pyfunction!(loader::loader_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(loader::option_names, m)?)?;
+    m.add_function(wrap_pyfunction!(loader::launcher_env, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::set_bundled_ffmpeg, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::ffmpeg_path, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;

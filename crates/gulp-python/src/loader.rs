@@ -247,6 +247,40 @@ pub(crate) fn resolve_ranks(
     Ok(ranks)
 }
 
+/// What the launcher's variables say of this process (torchrun's, else an
+/// `srun` step's; gulp-loader's `Launch`): `(rank, world_size, ranks_from,
+/// local_rank, local_rank_from, local_world_size)`, each `None` where they
+/// say nothing; the `_from` values name the variables read. `gulp.torch`
+/// takes a rank's GPU and the process group's ranks from it.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(crate) fn launcher_env() -> (
+    Option<usize>,
+    Option<usize>,
+    Option<String>,
+    Option<usize>,
+    Option<&'static str>,
+    Option<usize>,
+) {
+    let var = |k: &str| std::env::var(k).ok();
+    let launch = Launch::from_env(var);
+    let local = Launch::local_rank_from_env(var);
+    let node = Launch::local_from_env(var);
+    (
+        launch.map(|l| l.rank),
+        launch.map(|l| l.world_size),
+        launch.map(|l| l.launcher.to_string()),
+        local.map(|l| l.0),
+        local.map(|l| match l.1 {
+            Launcher::Slurm => "SLURM_LOCALID",
+            _ => "LOCAL_RANK",
+        }),
+        launch
+            .and_then(|l| l.local_world_size)
+            .or(node.map(|n| n.0)),
+    )
+}
+
 /// A `gulp.Source` as the native side reads it (its attributes).
 #[derive(FromPyObject)]
 struct PySource {

@@ -987,3 +987,38 @@ def test_col_expressions_keep_and_weigh_as_functions_do(clip_dir, tmp_path, monk
     images = gulp.ImageLoader(gulp.Source(path, where=col("n") < 5), size=64, shuffle=False,
                               flip=False, crop="center", drop_last=False, batch_size=4)
     assert [i for b in images for i in b.ids] == ["video-00", "video-10"]
+
+
+@pytest.mark.parametrize("kind", ["clips", "images"])
+def test_an_evaluation_pass_counts_every_sample_once(clip_dir, image_dir, kind):
+    """The evaluation recipe of the docs (drop_last=False, the padding mask
+    applied) counts exactly the set's size, on one rank and summed over
+    two, with a last batch that is not full; drop_last=True (the default,
+    for training) would count fewer."""
+    if kind == "clips":
+        path, items, _ = clip_dir
+        ids = sorted(i for i, _, _ in items)
+
+        def loader(**ranks):
+            return gulp.ClipLoader(path, frames=4, resize=64, size=56, crop="center", flip=False,
+                                   shuffle=False, batch_size=5, drop_last=False, **ranks)
+    else:
+        path, images = image_dir
+        ids = sorted(images)
+
+        def loader(**ranks):
+            return gulp.ImageLoader(path, resize=72, size=64, crop="center", flip=False,
+                                    shuffle=False, batch_size=5, drop_last=False, **ranks)
+    n = len(ids)
+    for world in (1, 2, 5):
+        counted, seen = 0, []
+        for rank in range(world):
+            for batch in loader(rank=rank, world_size=world):
+                keep = ~batch.padding
+                counted += int(keep.sum())  # what an accuracy's denominator sums
+                seen += [i for i, k in zip(batch.ids, keep.tolist()) if k]
+        assert counted == n and sorted(seen) == ids, (world, counted)
+    cls = gulp.ClipLoader if kind == "clips" else gulp.ImageLoader
+    dropped = sum(len(b) for b in cls(path, size=56, batch_size=5, shuffle=False, world_size=1,
+                                      rank=0))
+    assert dropped == 10 < n  # drop_last=True (the default) leaves the last partial batch out

@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from typing import (TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional,
+from typing import (TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Optional,
                     Sequence, Tuple, Union, cast)
 
 import numpy as np
@@ -381,7 +381,11 @@ class ClipLoader:
         ``drop_last``: drop the tail that does not divide among the ranks
         and the last incomplete batch; with ``drop_last=False`` the ranks'
         shares are padded with repeated samples, marked in
-        ``batch.padding`` (an exact evaluation leaves them out).
+        ``batch.padding`` (an exact evaluation leaves them out). The
+        default, ``True``, is for training; an evaluation that counts every
+        sample once (summed over the ranks) is ``ClipLoader(path,
+        shuffle=False, crop="center", flip=False, drop_last=False)`` with
+        each batch's metrics taken over ``keep = ~batch.padding``.
         ``train``: random placement, crops and flips (default: ``shuffle``).
 
     Running:
@@ -504,7 +508,7 @@ class ClipLoader:
         """Batches per epoch of this rank."""
         return len(self._native)
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> Generator[Batch, None, None]:
         """The batches of the current epoch from the current position (the
         start, or where a previous pass stopped or ``load_state_dict`` put
         it). A completed pass moves to the next epoch."""
@@ -614,9 +618,11 @@ class ImageLoader(ClipLoader):
 
     Training (the defaults): torchvision's ``RandomResizedCrop`` (``scale``,
     ``ratio``, 10 tries then the centre) to ``size``, and a horizontal flip
-    of half the images. Evaluation, the usual 256/224: ``ImageLoader(path,
-    resize=256, size=224, crop="center", shuffle=False, flip=False)``
-    (short edge to 256, then the centre 224 × 224). ``size`` is ``S`` or
+    of half the images. Evaluation, the usual 256/224, counting every image
+    once: ``ImageLoader(path, resize=256, size=224, crop="center",
+    shuffle=False, flip=False, drop_last=False)``, with the metrics of
+    each batch taken over ``~batch.padding`` (short edge to 256, then the
+    centre 224 × 224). ``size`` is ``S`` or
     ``(H, W)``.
 
     ``frame``: which frame of an item (for a directory of videos; an image
@@ -658,7 +664,7 @@ class ImageLoader(ClipLoader):
             scale=scale, ratio=ratio, on_error=on_error, label_key=label_key, labels=labels,
             dct=dct, codec=codec, strict=strict, local_world_size=local_world_size, **data)
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> Generator[Batch, None, None]:
         """The batches of the current epoch; ``batch.frames`` is ``[B, H, W,
         3]`` (the clip loader's ``[B, 1, H, W, 3]`` without a copy)."""
         for batch in super().__iter__():

@@ -27,6 +27,26 @@ rank and world size from the launcher (see ``ClipLoader``); the loader is
 made on first use, so a dataset built before the process group is set up
 (Lightning's ``Trainer`` sets it up in ``fit``) still gets the ranks.
 
+Devices: under torchrun or ``srun``, ``device="cuda"`` is the local rank's
+GPU (``LOCAL_RANK``, else ``SLURM_LOCALID``), not the current device every
+rank of a node shares until it calls ``torch.cuda.set_device``; a device the
+process has chosen (``set_device``) or given (``"cuda:1"``) is kept, with a
+warning (once) when it is not the local rank's (see :func:`cuda_device`).
+:func:`init_distributed` sets the process group up from the launcher's
+variables (NCCL and ``set_device`` where CUDA is, gloo otherwise).
+
+Evaluation that counts every sample once, over all ranks::
+
+    val = gulp.torch.ClipDataset(path, frames=8, resize=128, size=112, batch_size=8,
+                                 crop="center", flip=False, shuffle=False,
+                                 drop_last=False, with_batch=True, device="cuda")
+    correct = counted = 0
+    for frames, labels, batch in val:
+        keep = ~torch.from_numpy(batch.padding).to(labels.device)  # the ranks' repeats
+        correct += (model(frames).argmax(1) == labels)[keep].sum()
+        counted += keep.sum()
+    # then all_reduce correct and counted (torch.distributed) and divide
+
 Labels of items without one are -1: give ``ignore_index=-1`` to
 ``torch.nn.functional.cross_entropy`` to leave them out of the loss.
 
@@ -43,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, Tu
 import torch as _torch
 import torch.utils.data as _data
 
+from . import _launch
 from .clips import Batch, ClipLoader, ImageLoader
 from .errors import GulpRuntimeError
 
@@ -54,7 +75,78 @@ if TYPE_CHECKING:
 #: [B]`` labels by default; see ``ClipLoader``'s ``target=``).
 _Tensors = Tuple[_torch.Tensor, _torch.Tensor]
 
-__all__ = ["ClipDataset", "ImageDataset", "Transfer", "to_tensors", "tensors"]
+__all__ = ["ClipDataset", "ImageDataset", "Transfer", "to_tensors", "tensors", "cuda_device",
+           "init_distributed"]
+
+
+def cuda_device(device: Union[str, int, _torch.device] = "cuda") -> _torch.device:
+    """The device a rank puts its batches on for ``device``: under torchrun
+    or ``srun``, ``"cuda"`` is the local rank's GPU (``LOCAL_RANK``, else
+    ``SLURM_LOCALID``), not the current device that every rank of a node
+    shares until it calls ``torch.cuda.set_device``; unless the process
+    has chosen its device (``set_device``, seen as a current device other
+    than 0) or the index is given (``"cuda:1"``), which are kept, with a
+    warning (once) when they are not the local rank's. A local rank that
+    is not a device the process sees (one GPU per task through
+    ``CUDA_VISIBLE_DEVICES``) leaves the current device. Other devices
+    (``"cpu"``, ``"mps"``) are returned as they are."""
+    device = _torch.device(device)
+    if device.type != "cuda":
+        return device
+    index = _launch.cuda_index(_launch.launch(), device.index, _torch.cuda.current_device(),
+                               _torch.cuda.device_count())
+    return _torch.device("cuda", index)
+
+
+def init_distributed(backend: Optional[str] = None, **options: Any) -> Tuple[int, int, int, _torch.device]:
+    """Initialises ``torch.distributed`` from the launcher and returns
+    ``(rank, world_size, local_rank, device)``: torchrun's ``RANK``,
+    ``WORLD_SIZE``, ``LOCAL_RANK``, else those of a task of an ``srun`` step
+    (``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``), else rank 0 of
+    1. ``MASTER_ADDR``/``MASTER_PORT`` are the environment's, else in a
+    Slurm job the first host of ``SLURM_JOB_NODELIST`` and port 15000 + the
+    last four digits of ``SLURM_JOB_ID``, else (one process) ``127.0.0.1``
+    and a free port. The backend is NCCL where CUDA is available, gloo
+    otherwise (or ``backend``); with CUDA it calls
+    ``torch.cuda.set_device`` with the local rank's GPU (see
+    :func:`cuda_device`) and ``device`` is that GPU, otherwise the CPU.
+    ``options`` go to ``init_process_group`` (e.g. ``timeout``). A process
+    group already initialised is kept."""
+    import os
+
+    import torch.distributed as dist
+
+    launched = _launch.launch()
+    cuda = _torch.cuda.is_available() and _torch.cuda.device_count() > 0
+    device = cuda_device("cuda") if cuda else _torch.device("cpu")
+    if cuda:
+        _torch.cuda.set_device(device)
+    if dist.is_initialized():
+        rank, world = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, world = launched.rank or 0, launched.world_size or 1
+        addr, port = _launch.master_address(os.environ)
+        if addr is None and world == 1:
+            addr = "127.0.0.1"
+        if port is None and world == 1:
+            import socket
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = str(s.getsockname()[1])
+        if addr is None or port is None:
+            raise GulpRuntimeError(
+                f"rank {rank} of {world} ({launched.ranks_from}): set MASTER_ADDR and MASTER_PORT "
+                "(torchrun sets them; in a Slurm job gulp takes them from SLURM_JOB_NODELIST "
+                "and SLURM_JOB_ID)")
+        os.environ.setdefault("MASTER_ADDR", addr)
+        os.environ.setdefault("MASTER_PORT", port)
+        dist.init_process_group(backend or ("nccl" if cuda else "gloo"), init_method="env://",
+                                rank=rank, world_size=world, **options)
+    local = launched.local_rank
+    if local is None:
+        local = rank % (launched.local_world_size or world)
+    return rank, world, local, device
+
 
 
 class Transfer:
@@ -65,7 +157,7 @@ class Transfer:
     time (``[B, C, T, H, W]``, or ``[B, C, H, W]`` for images) when
     ``channels_first``. The steps after the copy run on the device."""
 
-    __slots__ = ("device", "dtype", "mean", "std", "channels_first", "pin_memory")
+    __slots__ = ("_device", "_resolved", "dtype", "mean", "std", "channels_first", "pin_memory")
 
     def __init__(self, device: Union[None, str, _torch.device] = None,
                  dtype: Optional[_torch.dtype] = None,
@@ -77,14 +169,27 @@ class Transfer:
             raise ValueError("mean and std need a float dtype (e.g. dtype=torch.float32)")
         if dtype is not None and not dtype.is_floating_point and dtype != _torch.uint8:
             raise ValueError(f"dtype is uint8 or a float type, not {dtype}")
-        self.device = None if device is None else _torch.device(device)
+        self._device = None if device is None else _torch.device(device)
+        self._resolved: Optional[_torch.device] = None
         self.dtype = dtype
         self.mean = None if mean is None else tuple(float(m) for m in mean)
         self.std = None if std is None else tuple(float(s) for s in std)
         self.channels_first = bool(channels_first)
         # A copy to a GPU is asynchronous only from page-locked memory.
-        self.pin_memory = bool(pin_memory) or (self.device is not None
-                                               and self.device.type == "cuda")
+        self.pin_memory = bool(pin_memory) or (self._device is not None
+                                               and self._device.type == "cuda")
+
+    @property
+    def device(self) -> Optional[_torch.device]:
+        """The device batches go to: ``"cuda"`` is the local rank's GPU
+        under a launcher (:func:`cuda_device`), decided at the first batch
+        (after a ``set_device`` that the script, or Lightning, calls after
+        making the dataset)."""
+        if self._device is None or self._device.type != "cuda":
+            return self._device
+        if self._resolved is None:
+            self._resolved = cuda_device(self._device)
+        return self._resolved
 
     def frames(self, pixels: _torch.Tensor) -> _torch.Tensor:
         """The model's input from ``uint8 [..., H, W, 3]`` pixels."""

@@ -1,25 +1,32 @@
-"""A small data-parallel training run on gulp batches, for scripts/ddp-check.sh.
+"""A small data-parallel training run on gulp batches: docs/guide.md's script.
 
-Run by torchrun (gloo backend, CPU): a tiny video classifier trained with
-DistributedDataParallel on `gulp.torch.ClipDataset` batches. Every rank logs
-each clip it trains on as a JSON line `{"epoch", "position", "id", "rank",
-"world_size", "phase"}`. With `--stop-after K` the run saves a checkpoint
-(model, optimizer, the loader's state of rank 0, the global step) after K
-steps and exits mid-epoch; with `--resume CKPT` it loads one and goes on,
-on whatever number of ranks torchrun gives it. With `--eval DIR` a run that
-was not stopped ends with an exact distributed evaluation on DIR: every
-clip counted once over all ranks (the padding of the ranks' shares left
-out), each rank logging the ids it served to `LOG.eval.rank<r>`.
-
-    torchrun --standalone --nproc_per_node 2 scripts/ddp_train.py DIR LOG \
+    torchrun --standalone --nproc_per_node 2 -m gulp.examples.train_ddp DIR LOG \
         --epochs 1 --stop-after 3 --checkpoint ckpt.pt
-    torchrun --standalone --nproc_per_node 2 scripts/ddp_train.py DIR LOG \
+    torchrun --standalone --nproc_per_node 2 -m gulp.examples.train_ddp DIR LOG \
         --epochs 1 --resume ckpt.pt --eval VAL_DIR
+
+A tiny video classifier trained with DistributedDataParallel on
+`gulp.torch.ClipDataset` batches, one rank per GPU: `init_distributed` sets
+the process group up from torchrun's (or srun's) variables, NCCL and the
+local rank's GPU (`torch.cuda.set_device`, `DDP(device_ids=[local_rank])`)
+where CUDA is, gloo on the CPU otherwise (or with `--cpu`). The loader takes
+its rank and world size from the launcher, and decodes on `--threads`
+threads per rank (by default the node's cores divided among its ranks).
+Every rank logs each clip it trains on as a JSON line `{"epoch", "position",
+"id", "rank", "world_size", "phase"}`. With `--stop-after K` the run saves a
+checkpoint (model, optimizer, the loader's state of rank 0, the global step)
+after K steps and exits mid-epoch; with `--resume CKPT` it loads one and
+goes on, on whatever number of ranks torchrun gives it. With `--eval DIR` a
+run that was not stopped ends with an exact distributed evaluation on DIR:
+every clip counted once over all ranks (`drop_last=False`, the padding of
+the ranks' shares left out), each rank logging the ids it served to
+`LOG.eval.rank<r>`.
 """
 
 import argparse
 import json
 import os
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -32,31 +39,33 @@ import gulp.torch
 class TinyVideoNet(nn.Module):
     """Frames [B, T, H, W, 3] uint8 -> class scores: a 3D convolution, pooling, a linear layer."""
 
-    def __init__(self, classes):
+    def __init__(self, classes: int) -> None:
         super().__init__()
         self.conv = nn.Conv3d(3, 8, kernel_size=3, stride=2, padding=1)
         self.head = nn.Linear(8, classes)
 
-    def forward(self, frames):
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
         x = frames.permute(0, 4, 1, 2, 3).float().div_(255)
         x = torch.relu(self.conv(x)).mean(dim=(2, 3, 4))
         return self.head(x)
 
 
 @torch.no_grad()
-def evaluate(model, path, log_path):
+def evaluate(model: nn.Module, path: str, log_path: str, device: torch.device,
+             threads: Optional[int] = None) -> tuple[float, int]:
     """Accuracy on `path` over all ranks, each clip counted once: with
     drop_last=False the ranks' shares are padded with repeated clips, which
     `batch.padding` marks and the sums leave out. Returns (accuracy, clips)."""
     model.eval()
     loader = gulp.ClipLoader(path, frames=4, sampling="segments", resize=64, size=56,
                              crop="center", flip=False, batch_size=4, shuffle=False,
-                             drop_last=False, threads=1, label_key="idx")
-    totals = torch.zeros(2, dtype=torch.int64)  # [correct, counted]
+                             drop_last=False, threads=threads, label_key="idx")
+    transfer = gulp.torch.Transfer(device)
+    totals = torch.zeros(2, dtype=torch.int64, device=device)  # [correct, counted]
     with open(log_path, "w") as log:
         for batch in loader:
-            frames, target = gulp.torch.to_tensors(batch)
-            keep = ~torch.from_numpy(batch.padding)
+            frames, target = gulp.torch.to_tensors(batch, transfer=transfer)
+            keep = ~torch.from_numpy(batch.padding).to(device)
             predicted = model(frames).argmax(1)
             totals += torch.stack([(predicted[keep] == target[keep]).sum(), keep.sum()])
             for id_, pad in zip(batch.ids, batch.padding.tolist()):
@@ -67,7 +76,7 @@ def evaluate(model, path, log_path):
     return correct / max(counted, 1), counted
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
     parser.add_argument("log")
@@ -77,10 +86,16 @@ def main():
     parser.add_argument("--resume", default=None)
     parser.add_argument("--phase", default="run")
     parser.add_argument("--eval", default=None, help="a gulp directory to evaluate on at the end")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="loader threads per rank (default: the node's cores / its ranks)")
+    parser.add_argument("--cpu", action="store_true", help="gloo on the CPU even where CUDA is")
     args = parser.parse_args()
 
-    dist.init_process_group("gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    # NCCL and the local rank's GPU where CUDA is (set_device called), gloo
+    # and the CPU otherwise; the ranks from torchrun's or srun's variables.
+    rank, world, local_rank, device = gulp.torch.init_distributed("gloo" if args.cpu else None)
+    if args.cpu:
+        device = torch.device("cpu")
     torch.manual_seed(0)
     labels = gulp.GulpDirectory(args.data)
     classes = 1 + max(int(m["idx"]) if "idx" in m else 0
@@ -88,13 +103,16 @@ def main():
     # No rank= or world_size=: the loader takes them from the launcher.
     data = gulp.torch.ClipDataset(
         args.data, frames=4, sampling="segments", resize=64, size=56, crop="random", flip=True,
-        batch_size=2, shuffle=True, seed=7, drop_last=False, threads=1, label_key="idx")
+        batch_size=2, shuffle=True, seed=7, drop_last=False, threads=args.threads,
+        label_key="idx", device=device)
     assert (data.loader.rank, data.loader.world_size) == (rank, world), data.loader
-    model = nn.parallel.DistributedDataParallel(TinyVideoNet(max(classes, 2)))
+    model = TinyVideoNet(max(classes, 2)).to(device)
+    model = nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None)  # this rank's GPU
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     step, first_epoch, loss = 0, 0, None
     if args.resume:
-        ckpt = torch.load(args.resume, weights_only=False)
+        ckpt = torch.load(args.resume, map_location=device, weights_only=False)
         model.module.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         # Every rank resumes from rank 0's state of the same global step:
@@ -109,7 +127,7 @@ def main():
         data.set_epoch(epoch)
         batches = iter(data.loader)
         for batch in batches:
-            frames, target = gulp.torch.to_tensors(batch)
+            frames, target = gulp.torch.to_tensors(batch, transfer=data.transfer)
             loss = nn.functional.cross_entropy(model(frames), target, ignore_index=-1)
             optimizer.zero_grad()
             loss.backward()
@@ -131,9 +149,10 @@ def main():
         batches.close()  # stops the loader's decoding threads
     what = "stopped, checkpoint saved," if stopped else "finished"
     last = "none" if loss is None else f"{loss.item():.3f}"
-    print(f"rank {rank}/{world}: {what} at step {step} (loss {last})", flush=True)
+    print(f"rank {rank}/{world} on {device}: {what} at step {step} (loss {last})", flush=True)
     if args.eval and not stopped:
-        accuracy, counted = evaluate(model.module, args.eval, f"{args.log}.eval.rank{rank}")
+        accuracy, counted = evaluate(model.module, args.eval, f"{args.log}.eval.rank{rank}",
+                                     device, args.threads)
         if rank == 0:
             print(f"eval on {args.eval}: accuracy {accuracy:.3f} over {counted} clips", flush=True)
     log.close()
