@@ -15,8 +15,16 @@
   gulp command expands it), runs `gulp recover` on a bucket, or runs
   `target/release/gulp` in a block that does not build it first (the test
   and sample commands give `.venv/bin/gulp`);
+- a ```python block with a `title="gulp/..."` (a file of the package, as
+  docs/guide.md shows gulp/examples/train_ddp.py) is that file, byte for
+  byte: the page and the module cannot drift apart;
 - every relative link of README.md and CONTRIBUTING.md (outside the site,
   which `mkdocs build --strict` checks) names a file that exists;
+- every measured figure that several pages quote is quoted as
+  scripts/ci/figures.py gives it, on each page that it lists (the check first
+  shows on an example of its own that it fails two pages that disagree);
+- a section named in the text (`docs/loader.md, "Pixels"`, `format.md §8.2`)
+  is a heading of the page named;
 - the walk-throughs (WALKTHROUGHS: docs/guide.md, docs/manifests.md) run
   from top to bottom as written, each in a temporary directory: their shell
   blocks (but `pip install`, `gulp serve` and `torchrun` lines, and blocks
@@ -29,6 +37,7 @@
   torch, are left out (and said so).
 
     python scripts/ci/check_docs.py SAMPLE_DIR [GULP]
+    python3 scripts/ci/check_docs.py --figures     # the figures and section names alone (no gulp needed)
 
 SAMPLE_DIR is a gulp directory (scripts/sample.sh makes sample/gulp), GULP
 the command (default: `gulp` beside this interpreter). Run it with the
@@ -109,6 +118,39 @@ def run_python(where, code, sample, first_id):
                  "__name__": "__docs__"}
     exec(compile("import gulp\n" + code, where, "exec"), namespace)
     return "ran"
+
+
+# ```python title="gulp/examples/train_ddp.py": a block that shows a file.
+TITLED = re.compile(r'^```[\w+-]*\s+title="([^"]+)"\s*$')
+PACKAGE = os.path.join(ROOT, "crates", "gulp-python", "python")
+
+
+def titled_problems(path):
+    """The blocks of a page titled with a file of the package (or of the
+    repository) that are not that file, as it is."""
+    problems, title, start, lines, inside = [], None, 0, [], False
+    rel = os.path.relpath(path, ROOT)
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            m = TITLED.match(line.rstrip("\n")) if not inside else None
+            if m:
+                title, start, lines, inside = m.group(1), number, [], True
+            elif not inside and FENCE.match(line.rstrip("\n")):
+                inside, title = True, None
+            elif inside and line.strip() == "```":
+                inside = False
+                if title is None:
+                    continue
+                target = next((os.path.join(base, title) for base in (PACKAGE, ROOT)
+                               if os.path.isfile(os.path.join(base, title))), None)
+                if target is None:
+                    problems.append(f"{rel}:{start}: the block titled {title} names no file")
+                elif open(target, encoding="utf-8").read() != "".join(lines):
+                    problems.append(f"{rel}:{start}: the block titled {title} is not "
+                                    f"{os.path.relpath(target, ROOT)} as it is: copy the file into it")
+            elif inside:
+                lines.append(line)
+    return problems
 
 
 def quick_start(readme):
@@ -269,7 +311,154 @@ def check_command(gulp, sub, flags, help_cache):
     return None
 
 
+# A figure in a quote of scripts/ci/figures.py: {name}, {name:.1f}, {name/1000:.1f}.
+FIGURE = re.compile(r"\{(\w+)(?:/(\d+))?(?::([^}]*))?\}")
+# What a page may have in a figure's place: 1,471 or 0.97 or 0.97–1.00.
+NUMBER = r"([0-9][0-9,.]*(?:–[0-9][0-9,.]*)?)"
+
+
+def flat(text):
+    """Text with every run of whitespace (line breaks too) as one space."""
+    return " ".join(text.split())
+
+
+def figure_text(figures, name, divisor, spec):
+    """A figure as a quote writes it: its value, or the number formatted."""
+    value = figures[name]
+    if divisor is None and spec is None:
+        return value
+    try:
+        number = float(value.replace(",", ""))
+    except ValueError:
+        raise ValueError(f"scripts/ci/figures.py: {name} = {value!r} is not one number: "
+                         "a quote can round or divide only a number") from None
+    return format(number / int(divisor or 1), spec or "g")
+
+
+def check_figures(figures, quotes, read):
+    """The problems of the figures' quotes: a quote whose page (`read(page)`,
+    its text) gives another value than `figures`, a quote not on its page, a
+    name without a value, a figure quoted on fewer than two pages."""
+    problems, texts, pages = [], {}, {}
+    for page, quote in quotes:
+        if page not in texts:
+            texts[page] = flat(read(page))
+        quote = flat(quote)
+        names = [m.group(1) for m in FIGURE.finditer(quote)]
+        for name in names:
+            pages.setdefault(name, set()).add(page)
+        unknown = [name for name in names if name not in figures]
+        if unknown:
+            problems.append(f"{page}: the quote «{quote}» names {', '.join(unknown)}, which FIGURES has not")
+            continue
+        if FIGURE.sub(lambda m: figure_text(figures, *m.groups()), quote) in texts[page]:
+            continue
+        pattern, at = "", 0
+        for m in FIGURE.finditer(quote):
+            pattern += re.escape(quote[at:m.start()]) + NUMBER
+            at = m.end()
+        found = re.search(pattern + re.escape(quote[at:]), texts[page])
+        if found is None:
+            problems.append(f"{page}: the quote «{quote}» is not on the page: reworded, or the figure moved? "
+                            "(scripts/ci/figures.py)")
+            continue
+        for m, quoted in zip(FIGURE.finditer(quote), found.groups()):
+            expected = figure_text(figures, *m.groups())
+            if quoted != expected:
+                value = figures[m.group(1)]
+                written = "" if expected == value else f", written {expected} here"
+                problems.append(f"{page}: quotes {m.group(1)} as {quoted}, where scripts/ci/figures.py gives "
+                                f"{value}{written}: «{found.group(0)}»")
+    for name in figures:
+        if len(pages.get(name, ())) < 2:
+            problems.append(f"scripts/ci/figures.py: {name} is quoted on {len(pages.get(name, ()))} page(s); "
+                            "a figure there is one that several pages quote")
+    return problems
+
+
+def figures_self_test():
+    """Shows that check_figures fails where it should (two pages that quote
+    one figure differently, a rounding or a unit that is not the figure's, a
+    quote that left its page, a figure no page quotes) and only there;
+    raises AssertionError otherwise."""
+    figures = {"bytes": "0.97–1.00", "open": "0.37", "memory": "1,471"}
+    quotes = [("a.md", "fetched {bytes}× their bytes; opens in {open} s, +{memory} MB"),
+              ("b.md", "each epoch\nfetched {bytes} × the bytes"),
+              ("c.md", "opens in {open:.1f} s with {memory/1000:.1f} GB")]
+    agree = {"a.md": "... fetched 0.97–1.00× their bytes; opens in 0.37 s, +1,471 MB ...",
+             "b.md": "and each epoch\n  fetched 0.97–1.00 × the bytes of",
+             "c.md": "It opens in 0.4 s with 1.5 GB."}
+
+    def expect(pages, start, figures=figures):
+        problems = check_figures(figures, quotes, pages.get)
+        if [p[:len(start)] for p in problems] != ([start] if start else []):
+            raise AssertionError(f"the figure check's self-test: {problems}, not one problem starting {start!r}")
+
+    expect(agree, None)
+    expect(dict(agree, **{"b.md": "and each epoch fetched 0.98–1.00 × the bytes of"}),
+           "b.md: quotes bytes as 0.98–1.00")  # two pages that disagree
+    expect(dict(agree, **{"c.md": "It opens in 0.3 s with 1.5 GB."}), "c.md: quotes open as 0.3,")
+    expect(dict(agree, **{"c.md": "It opens in 0.4 s with 1.4 GB."}), "c.md: quotes memory as 1.4,")
+    expect(dict(agree, **{"a.md": "fetched their bytes once; opens in 0.37 s, +1,471 MB"}),
+           "a.md: the quote «fetched {bytes}× their bytes; opens in {open} s, +{memory} MB» is not on the page")
+    expect(agree, "scripts/ci/figures.py: lost is quoted on 0 page(s)", dict(figures, lost="1"))
+
+
+def page_text(page):
+    with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+        return f.read()
+
+
+def figure_problems():
+    """The problems of scripts/ci/figures.py's quotes against the pages, after
+    the check has shown on its own example that it catches two that disagree."""
+    figures_self_test()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import figures
+    return check_figures(figures.FIGURES, figures.QUOTES, page_text)
+
+
+# `page.md, "Section"` or `page.md §8.2`: a section named in the text.
+SECTION_REF = re.compile(r"([\w./-]+\.md)\)?,? (?:\"([^\"]+)\"|§([0-9.]*[0-9]))")
+
+
+def section_problems(pages):
+    """Sections named by their title (`docs/loader.md, "Pixels"`) or number
+    (`format.md §8.2`) that the page named has no heading for (a heading
+    that starts with the title or the number)."""
+    problems = []
+    for page in pages:
+        text = flat(page_text(page))
+        for m in SECTION_REF.finditer(text):
+            name, title, number = m.groups()
+            target = next((os.path.normpath(os.path.join(base, name))
+                           for base in (os.path.dirname(page), "docs", ".")
+                           if os.path.isfile(os.path.join(ROOT, base, name))), None)
+            if target is None:
+                continue  # not a page of this repository; links are checked elsewhere
+            headings = [h.lstrip("#").strip().strip("`") for h in page_text(target).splitlines()
+                        if re.match(r"#{1,6} ", h)]
+            if title is not None and not any(h.lower().startswith(title.lower()) for h in headings):
+                problems.append(f"{page}: names the section \"{title}\" of {target}, which has none")
+            if number is not None and not any(re.match(re.escape(number) + r"[. ]", h) for h in headings):
+                problems.append(f"{page}: names §{number} of {target}, which has none")
+    return problems
+
+
+def text_problems():
+    """What the checks of the pages' text find: figures and section names."""
+    pages = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"] + sorted(
+        os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+    return figure_problems() + section_problems(pages)
+
+
 def main():
+    if sys.argv[1:] == ["--figures"]:
+        problems = text_problems()
+        for problem in problems:
+            print(f"check-docs: {problem}", file=sys.stderr)
+        print(f"check-docs: the figures and section names of the pages; {len(problems)} problems")
+        return 1 if problems else 0
     if len(sys.argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
@@ -321,6 +510,13 @@ def main():
         for target in re.findall(r"\]\(([^)#\s]+)", text):
             if "://" not in target and not os.path.exists(os.path.join(ROOT, target)):
                 failures.append(f"{os.path.relpath(path, ROOT)}: a link to {target}, which does not exist")
+    titled = [p for path in files for p in titled_problems(path)]
+    print(f"check-docs: the blocks that show a file of the package: {len(titled)} problems")
+    failures += titled
+    problems = text_problems()
+    print(f"check-docs: the figures of scripts/ci/figures.py and the sections named, on every page: "
+          f"{len(problems)} problems (the figure check fails pages that disagree: self-test passed)")
+    failures += problems
     for page, path in zip(WALKTHROUGHS, walkthroughs):
         try:
             skipped = run_walkthrough(path, gulp_cmd)
