@@ -24,6 +24,7 @@ and the loader against torchcodec on the same clips, in one run.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -40,6 +41,7 @@ from timing import best_rate  # noqa: E402
 import gulp  # noqa: E402
 
 FFMPEG = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y"]
+TIMED = ["ffmpeg", "-nostdin", "-hide_banner", "-y"]
 
 
 def sh(cmd):
@@ -47,7 +49,8 @@ def sh(cmd):
 
 
 def utime(cmd):
-    """User CPU seconds ffmpeg's -benchmark reports for a run."""
+    """User CPU seconds ffmpeg's -benchmark reports for a run (printed at
+    the info log level, so `cmd` comes without `-loglevel error`)."""
     out = subprocess.run(cmd + ["-benchmark"], capture_output=True, text=True, check=True)
     m = re.search(r"utime=([\d.]+)s", out.stdout + out.stderr)
     return float(m.group(1)) if m else float("nan")
@@ -64,18 +67,19 @@ def codec_table(work):
                      "-f", "lavfi", "-i", f"anoisesrc=c=pink:a=0.05:r={rate}:d={seconds}",
                      "-filter_complex", "amix=inputs=2:normalize=0", "-ac", str(channels),
                      "-c:a", "pcm_s16le", src])
-        empty = utime(FFMPEG + ["-f", "lavfi", "-i", "anullsrc=d=0.01", "-f", "null", "-"])
-        for codec, ext, args in (("PCM 16-bit", "wav", ["-c:a", "pcm_s16le"]),
+        empty = utime(TIMED + ["-f", "lavfi", "-i", "anullsrc=d=0.01", "-f", "null", "-"])
+        # PCM as gulp stores it: the samples, no header.
+        for codec, ext, args in (("PCM 16-bit", "s16le", ["-c:a", "pcm_s16le", "-f", "s16le"]),
                                  ("FLAC", "flac", ["-c:a", "flac"]),
                                  ("Opus 64 kb/s", "opus", ["-c:a", "libopus", "-b:a", "64k"])):
             out = os.path.join(work, f"a-{rate}.{ext}")
             sh(FFMPEG + ["-i", src] + args + [out])
             size = os.path.getsize(out)
-            if ext == "wav":
+            if ext == "s16le":
                 cpu = pcm_cost(out, rate, channels)
-                how = "(gulp, in process)"
+                how = "(int16 to float32 in process)"
             else:
-                cpu = (min(utime(FFMPEG + ["-i", out, "-f", "null", "-"]) for _ in range(3)) - empty)
+                cpu = (min(utime(TIMED + ["-i", out, "-f", "null", "-"]) for _ in range(3)) - empty)
                 how = ""
             print(f"| {rate // 1000} kHz, {channels} ch | {codec} | {size / seconds:,.0f} | "
                   f"{max(cpu, 0) / seconds:.6f} {how}|")
@@ -84,7 +88,7 @@ def codec_table(work):
 def pcm_cost(path, rate, channels):
     """CPU seconds for gulp to turn a whole WAV's samples into floats (the
     loader's work for PCM), measured on 2 s spans."""
-    data = open(path, "rb").read()[44:]
+    data = open(path, "rb").read()
     pcm = np.frombuffer(data, dtype="<i2").reshape(-1, channels)
     span = 2 * rate
     t0 = time.process_time()
@@ -136,11 +140,17 @@ def torchcodec_rate(videos, out, gulp_rate):
         return
     loader = gulp.ClipLoader(out, frames=8, fps=4, sampling="window", resize=128, size=112,
                              batch_size=8, shuffle=True, audio=True, sample_rate=16000)
-    clips, ours = [], []
+    meta = json.loads(subprocess.run([sys.executable, "-m", "gulp", "dump-meta", out],
+                                     capture_output=True, text=True, check=True).stdout)
+    clips, ours, shown = [], [], []
     for batch in loader:
         for k, id_ in enumerate(batch.ids):
             clips.append((os.path.join(videos, *id_.split("-", 1)), batch.times[k].copy()))
             ours.append(batch.audio[k, 0].copy())
+            # The stored frames gulp gave, by their own times (a grid: the
+            # set is gulped at the sources' constant rate).
+            grid = meta[id_]["frame_times"]
+            shown.append(grid["start"] + np.asarray(batch.indices[k]) * grid["step"])
 
     def run():
         for path, times in clips:
@@ -149,8 +159,12 @@ def torchcodec_rate(videos, out, gulp_rate):
                 float(times[0]), float(times[0] + 8 / 4))
         return len(clips)
     rate = best_rate(run, len(clips), passes=2)
-    diffs = []
-    for (path, times), mine in zip(clips, ours):
+    diffs, shifts = [], []
+    for (path, times), mine, frames in zip(clips, ours, shown):
+        # The frames: torchcodec's frame played at each time of the clip is
+        # the one gulp gave (the same presentation time).
+        pts = VideoDecoder(path).get_frames_played_at(times.tolist()).pts_seconds.numpy()
+        shifts.append(np.abs(pts - frames).max())
         theirs = AudioDecoder(path, sample_rate=16000, num_channels=1).get_samples_played_in_range(
             float(times[0]), float(times[0] + 2.0)).data.numpy()[0]
         n = min(len(theirs), len(mine))
@@ -158,6 +172,19 @@ def torchcodec_rate(videos, out, gulp_rate):
     print(f"| torchcodec, decoders per clip | {rate:.1f} clips/s |")
     print(f"| gulp ÷ torchcodec | **{gulp_rate / rate:.1f}** |")
     print(f"| largest sample difference, gulp against torchcodec | {max(diffs):.4f} |")
+    print(f"| largest frame-time difference, gulp against torchcodec | {max(shifts) * 1e3:.3f} ms |")
+
+
+def sound_bytes(out):
+    """Bytes on disk per second of sound in the gulped set, from its meta
+    (each item's audio record and sample count), against its frames'."""
+    meta = json.loads(subprocess.run([sys.executable, "-m", "gulp", "dump-meta", out], capture_output=True,
+                                     text=True, check=True).stdout)
+    sound = sum(item["audio"]["record"][2] for item in meta.values())
+    seconds = sum(item["audio"]["samples"] / item["audio"]["sample_rate"] for item in meta.values())
+    frames = sum(length for item in meta.values() for _, _, length in item["frame_info"])
+    print(f"\n{len(meta)} items, {seconds:.1f} s of sound: {sound / seconds:,.0f} B of sound a "
+          f"second on disk, {frames / seconds:,.0f} B of frames a second (30 fps, 128 px short edge)")
 
 
 def main():
@@ -174,7 +201,7 @@ def main():
         print("|---|---|")
         rate = loader_rates(out)
         torchcodec_rate(videos, out, rate)
-        print(f"\nbytes of sound on disk: {sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out) if f.startswith('data_')) / 1e6:.1f} MB with frames; sound alone 32,000 B a second")
+        sound_bytes(out)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -5,6 +5,7 @@ checking it costs.
     .venv/bin/python scripts/bench/million.py build OUT [--items 1000000] [--frames 30]
     .venv/bin/python scripts/bench/million.py measure OUT
     .venv/bin/python scripts/bench/million.py where OUT
+    .venv/bin/python scripts/bench/million.py keys OUT
 
 `build` writes OUT/json (JSON meta, as gulpio2 writes it) and OUT/msgpack
 (the same data files, hard-linked, with msgpack meta from `gulp convert`):
@@ -29,6 +30,10 @@ shared, and not counted.
 `where` times `ClipLoader(where=...)` keeping two thirds of the items, as
 a `gulp.col` predicate on the label (answered from the index file), on
 another key (every meta parsed in Rust) and as a Python function.
+
+`keys` times `ClipLoader(texts="caption")` and `ClipLoader(target="idx")`
+(a key that is not the label: each sample's value read from its item's
+meta when its batch is made, not at open) and their first batches.
 """
 
 import argparse
@@ -75,7 +80,8 @@ def build(out, items, frames, per_chunk=PER_CHUNK):
         writer = _gulp.Writer(json_dir, chunk, fsync=False)
         for i in range(chunk * per_chunk, min(items, (chunk + 1) * per_chunk)):
             clip = [jpegs[(i + k) % len(jpegs)] for k in range(frames)]
-            writer.append_jpegs(f"{i:07d}", {"label": labels[i % 3], "idx": i % 3}, clip)
+            meta = {"label": labels[i % 3], "idx": i % 3, "caption": f"a hand {labels[i % 3]} thing {i}"}
+            writer.append_jpegs(f"{i:07d}", meta, clip)
         writer.commit()
     with open(os.path.join(json_dir, "label2idx.json"), "w") as f:
         json.dump({label: k for k, label in enumerate(labels)}, f)
@@ -128,19 +134,22 @@ else:
     # The subsets of --where: two thirds of the items, by the label (read
     # from the index file), by another key (read from the metas, in Rust),
     # or by a Python function.
-    where = {"loader": None,
-             "where-label": gulp.col("label") != "holding",
+    where = {"where-label": gulp.col("label") != "holding",
              "where-key": gulp.col("idx") < 2,
-             "where-function": lambda meta: meta["label"] != "holding"}[step]
+             "where-function": lambda meta: meta["label"] != "holding"}.get(step)
+    # Texts and a target on a key other than the label (`keys`).
+    keys = {"texts": {"texts": "caption"}, "target-key": {"target": "idx"}}.get(step, {})
     loader = gulp.ClipLoader(path, frames=1, resize=None, size=16, crop="center", batch_size=8,
                              shuffle=True, seed=0, threads=2, rank=rank, world_size=world,
-                             where=where)
+                             where=where, **keys)
     out = {"seconds": time.time() - t, "items": loader.items, "batches": len(loader)}
     out["anon_mb_made"] = (anon_kb() - base) / 1024
     t = time.time()
     batches = iter(loader)
     batch = next(batches)
     out["first_batch"] = time.time() - t
+    if step == "texts":
+        assert all(text.startswith("a hand ") for text in batch.texts), batch.texts
 # With the iterator alive (it holds the rank's plan of the epoch).
 out["anon_mb"] = (anon_kb() - base) / 1024
 print(json.dumps(out))
@@ -172,20 +181,37 @@ def timed(cmd):
     return time.time() - t, done.returncode
 
 
-def measure_where(out, formats):
-    """`ClipLoader(where=...)` keeping two thirds of the items: a
-    `gulp.col` predicate on the label (answered from the index file), one
-    on another key (the metas parsed in Rust), and a Python function."""
+def indexed_dirs(out, formats):
+    """(format, path) of each format's directory that exists, its index
+    file written first when it has none."""
     for fmt in formats:
         path = os.path.join(out, fmt)
         if not os.path.isdir(path):
             continue
         if not os.path.exists(os.path.join(path, gulp.INDEX_FILE)):
             subprocess.run([gulp_cmd(), "index", path], check=True, stdout=subprocess.DEVNULL)
+        yield fmt, path
+
+
+def measure_where(out, formats):
+    """`ClipLoader(where=...)` keeping two thirds of the items: a
+    `gulp.col` predicate on the label (answered from the index file), one
+    on another key (the metas parsed in Rust), and a Python function."""
+    for fmt, path in indexed_dirs(out, formats):
         runs = {what: step(path, what) for what in ("where-label", "where-key", "where-function")}
         print(f"million.py: {fmt:7} where= | " + " | ".join(
             f"{what[6:]}: {r['items']} items in {r['seconds']:.2f} s, +{r['anon_mb_made']:.0f} MB"
             for what, r in runs.items()), flush=True)
+
+
+def measure_keys(out, formats):
+    """`ClipLoader(texts="caption")` and `ClipLoader(target="idx")`: open
+    and first batch, with the index file."""
+    for fmt, path in indexed_dirs(out, formats):
+        runs = {what: step(path, what) for what in ("loader", "texts", "target-key")}
+        print(f"million.py: {fmt:7} {runs['loader']['items']} items | " + " | ".join(
+            f"{what}: {r['seconds']:.2f} s, +{r['anon_mb_made']:.0f} MB, first batch "
+            f"{r['first_batch'] * 1e3:.0f} ms" for what, r in runs.items()), flush=True)
 
 
 def measure(out, formats, world):
@@ -217,7 +243,7 @@ def measure(out, formats, world):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["build", "measure", "where"])
+    parser.add_argument("what", choices=["build", "measure", "where", "keys"])
     parser.add_argument("out")
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--frames", type=int, default=30)
@@ -232,6 +258,8 @@ def main():
         build(args.out, args.items, args.frames, args.per_chunk)
     elif args.what == "where":
         measure_where(args.out, args.formats.split(","))
+    elif args.what == "keys":
+        measure_keys(args.out, args.formats.split(","))
     else:
         measure(args.out, args.formats.split(","), args.ranks)
 
