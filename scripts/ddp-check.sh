@@ -12,9 +12,14 @@
 # (3 classes) and gulps them; `torchrun --nproc_per_node 2` trains a small
 # 3D-conv classifier with DistributedDataParallel (gloo, CPU) on
 # `gulp.torch.ClipDataset` batches (`-m gulp.examples.train_ddp`, the guide's
-# script as the installed package has it; gloo on this CPU) and stops after 3
-# steps with a checkpoint (model, optimizer, loader state); then resumes
-# from it once on 2 ranks and once on 1 rank, each to the end of the epoch.
+# script as the installed package has it; gloo on this CPU), checkpoints
+# every 2 steps and stops after 3 with a checkpoint (model, optimizer, loader
+# state); then resumes from it once on 2 ranks (by itself: the checkpoint it
+# finds) and once on 1 rank, each to the end of the epoch. A run of 60 epochs
+# whose rank 1 alone gets SIGUSR1 (as from sbatch --signal) must stop both
+# ranks at one step with a checkpoint, and its resumption serve the rest. Lightning runs
+# gulp.examples.train_lightning (docs/pytorch.md's script): a checkpoint
+# every 3 steps, stopped after 3, resumed from the last one.
 # From the logged (epoch, position, id) of every clip trained on, it checks
 # that each run served every position of the epoch exactly once (the padding
 # of the last step aside), and that a position held the same item whatever
@@ -52,11 +57,32 @@ run() { # run PHASE NPROC ARGS...
         "$work/gulp" "$work/$phase.log" --phase "$phase" --threads 1 "$@") 2>&1 | sed "s/^/  [$phase] /" >&2
 }
 start=$SECONDS
-run stop 2 --epochs 1 --stop-after 3 --checkpoint "$work/ckpt.pt"
-run resume-on-2 2 --epochs 1 --resume "$work/ckpt.pt"
-run resume-on-1 1 --epochs 1 --resume "$work/ckpt.pt"
+run stop 2 --epochs 1 --checkpoint "$work/ckpt.pt" --checkpoint-every 2 --stop-after 3
+cp "$work/ckpt.pt" "$work/stopped.pt"
+# Resumes by itself from the checkpoint it finds (a requeued job's way).
+run resume-on-2 2 --epochs 1 --checkpoint "$work/ckpt.pt" --checkpoint-every 2
+run resume-on-1 1 --epochs 1 --resume "$work/stopped.pt"
 run eval-on-4 4 --epochs 0 --eval "$work/gulp"
 log "three runs in $((SECONDS - start)) s"
+
+log "SIGUSR1 to rank 1 alone, mid-epoch: both ranks stop at the same step, rank 0 saves"
+(cd "$work" && exec "$TORCHRUN" --standalone --nproc_per_node 2 -m gulp.examples.train_ddp \
+    "$work/gulp" "$work/signal.log" --phase signal --threads 1 --epochs 60 \
+    --checkpoint "$work/signal.pt" --checkpoint-every 5) >"$work/signal.out" 2>&1 &
+launcher=$!
+for _ in $(seq 600); do
+    [ "$(cat "$work/signal.log.rank1" 2>/dev/null | wc -l)" -ge 20 ] && break
+    sleep 0.1
+done
+for pid in $(pgrep -f "gulp.examples.train_ddp $work/gulp $work/signal.log"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx LOCAL_RANK=1 && kill -USR1 "$pid"
+done
+wait "$launcher" || { cat "$work/signal.out" >&2; log "error: the signalled run failed"; exit 1; }
+stops="$(grep -o "stopped, checkpoint saved, at step [0-9]*" "$work/signal.out" | sort -u)"
+[ "$(grep -c "stopped, checkpoint saved" "$work/signal.out")" = 2 ] && [ "$(wc -l <<<"$stops")" = 1 ] ||
+    { cat "$work/signal.out" >&2; log "error: the ranks did not stop at one step"; exit 1; }
+log "both ranks: $stops"
+run signal-resume 2 --epochs 60 --checkpoint "$work/signal.pt" --checkpoint-every 5
 
 log "srun's variables set by hand, no torch.distributed: 2 processes, no rank= given"
 for r in 0 1; do
@@ -78,10 +104,11 @@ grep -q "world_size=1 was given, but the launcher (RANK/WORLD_SIZE) says world_s
 log "torchdata's StatefulDataLoader, stopped after 3 batches and resumed from its state"
 "$PY" scripts/ci/torch_resume_check.py stateful "$work/gulp" >&2
 log "Lightning (CPU, 2 devices, DDP): stopped by a checkpoint after 3 steps, resumed from it"
-lightning() { "$PY" scripts/ci/torch_resume_check.py lightning "$work/gulp" "$@" 2>&1 |
-    grep -v "^\s*$" | sed 's/^/  [lightning] /' >&2; }
-lightning "$work/lightning-stop.log" --stop-after 3 --checkpoint "$work/lightning.ckpt"
-lightning "$work/lightning-resume.log" --resume "$work/lightning.ckpt"
+lightning() { (cd "$work" && "$PY" -m gulp.examples.train_lightning "$work/gulp" "$work/lightning" \
+    --every 3 "$@") 2>&1 | grep -v "^\s*$" | sed 's/^/  [lightning] /' >&2; }
+lightning --stop-after 3 --log "$work/lightning-stop.log"
+ls "$work/lightning" | grep -q last.ckpt || { log "error: Lightning saved no last.ckpt"; exit 1; }
+lightning --log "$work/lightning-resume.log"
 
 "$PY" - "$work" <<'PY'
 import glob, json, sys
@@ -125,6 +152,12 @@ assert sum(e["padding"] for e in evaluated) == 2, evaluated
 print(f"ddp-check.sh: exact evaluation on 4 ranks: each of the {n} clips counted once "
       f"(2 padding clips left out)")
 
+served = load("signal") + load("signal-resume")
+for epoch in range(60):
+    real = sorted(e["position"] for e in served if e["epoch"] == epoch and not e["padding"])
+    assert real == list(range(n)), ("signal", epoch, real)
+print(f"ddp-check.sh: SIGUSR1 to one rank, resumed from the checkpoint it found: positions "
+      f"0..{n - 1} of each of the 60 epochs served once")
 once(["slurm"], "Slurm's variables by hand, no rank= given")
 once(["lightning-stop", "lightning-resume"],
      "Lightning stopped after 3 steps by a checkpoint and resumed from it")

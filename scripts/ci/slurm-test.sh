@@ -165,4 +165,68 @@ assert n == 14, n
 print(f"slurm-test.sh: gulpio2 reads the sharded directory: {n} items")
 PY
 fi
+# Training that Slurm ends early and requeues, mid-epoch: the job of
+# scripts/slurm/train.sbatch (gulp.examples.train_requeue: a checkpoint
+# every 3 steps, gulp.Requeue) over the 14 items, 2 epochs of 7 steps.
+# Once requeued from outside (`scontrol requeue` after 4 steps: SIGTERM,
+# Slurm puts it back), once by the time limit's warning (`--time=1
+# --signal=USR1@50`: the job saves and requeues itself; Slurm checks time
+# limits every 30 s, so the signal comes 10 to 40 s in, and at 3.5 s a
+# step the epochs take 49 s). Slurm holds a requeued job two
+# minutes before it may start; the test lets it start at once
+# (`scontrol update StartTime=now`). Every position of every epoch must be
+# trained on exactly once over the job's runs, and the job must have run
+# more than once.
+if [ -x "$py" ]; then
+    export PATH="$root/.venv/bin:$PATH"
+    job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+    # follow JOB: releases each requeue of JOB at once; returns when it has completed
+    follow() {
+        local jid=$1 deadline=$((SECONDS + 240)) st
+        while [ $SECONDS -lt $deadline ]; do
+            st="$(job_state "$jid")"
+            case "$st" in
+                COMPLETED) return 0 ;;
+                PENDING) scontrol update JobId="$jid" StartTime=now 2>/dev/null || true ;;
+                FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY)
+                    log "FAIL: job $jid ended $st"; return 1 ;;
+            esac
+            sleep 0.5
+        done
+        log "FAIL: job $jid still $st after 240 s"
+        return 1
+    }
+    train=(--epochs 2 --batch-size 2 --every 3 --threads 1)
+    jid="$(sbatch --parsable --output="$state/train-a.out" "$root/scripts/slurm/train.sbatch" \
+        "$state/auto" "$state/train-a.log" --checkpoint "$state/a.npz" "${train[@]}" --step-seconds 1)"
+    for _ in $(seq 240); do
+        [ "$(cat "$state/train-a.log" 2>/dev/null | wc -l)" -ge 8 ] && break
+        sleep 0.25
+    done
+    scontrol requeue "$jid"
+    follow "$jid" || { cat "$state/train-a.out" >&2; exit 1; }
+    jid="$(sbatch --parsable --time=1 --signal=USR1@50 --output="$state/train-b.out" \
+        "$root/scripts/slurm/train.sbatch" "$state/auto" "$state/train-b.log" \
+        --checkpoint "$state/b.npz" "${train[@]}" --step-seconds 3.5)"
+    follow "$jid" || { cat "$state/train-b.out" >&2; exit 1; }
+    "$py" - "$state" <<'PY' || { cat "$state"/train-?.out >&2; exit 1; }
+import json, sys
+state = sys.argv[1]
+for case, signal, how in (("a", "SIGTERM", "scontrol requeue"),
+                          ("b", "SIGUSR1", "--time=1 --signal=USR1@50")):
+    served = [json.loads(line) for line in open(f"{state}/train-{case}.log")]
+    out = open(f"{state}/train-{case}.out").read()
+    runs = sorted({e["run"] for e in served})
+    for epoch in (0, 1):
+        positions = sorted(e["position"] for e in served if e["epoch"] == epoch)
+        assert positions == list(range(14)), (case, epoch, positions)
+    steps = [e["step"] for e in served]
+    assert steps == sorted(steps) and steps[-1] == 14, (case, steps)
+    assert len(runs) >= 2 and f"{signal} at step" in out, (case, runs, out)
+    assert out.count("finished at step 14") == 1, out
+    resumed = [line for line in out.splitlines() if line.startswith("run ") and "from step" in line]
+    print(f"slurm-test.sh: training requeued by {how}: {len(runs)} runs "
+          f"({'; '.join(resumed)}), each position of the 2 epochs trained on once")
+PY
+fi
 echo "slurm-test.sh: passed"

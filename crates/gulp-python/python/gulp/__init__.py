@@ -37,6 +37,7 @@ from .clips import Batch, ClipLoader, ImageLoader, Segments, Source
 from .columns import col
 from .errors import *  # noqa: F401,F403 (the exception classes, re-exported)
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
+from .requeue import Requeue
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ __all__ = [
     "Source",
     "Segments",
     "col",
+    "Requeue",
     "CheckReport",
     "check",
     "LintReport",

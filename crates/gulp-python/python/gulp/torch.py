@@ -111,8 +111,11 @@ def init_distributed(backend: Optional[str] = None, **options: Any) -> Tuple[int
     ``torch.cuda.set_device`` with the local rank's GPU (see
     :func:`cuda_device`) and ``device`` is that GPU, otherwise the CPU.
     ``options`` go to ``init_process_group`` (e.g. ``timeout``). A process
-    group already initialised is kept."""
+    group already initialised is kept. The process group's threads start
+    with SIGUSR1 and SIGTERM blocked: Slurm's signals go to the main
+    thread, where :class:`gulp.Requeue` catches them."""
     import os
+    import signal
 
     import torch.distributed as dist
 
@@ -140,8 +143,17 @@ def init_distributed(backend: Optional[str] = None, **options: Any) -> Tuple[int
                 "and SLURM_JOB_ID)")
         os.environ.setdefault("MASTER_ADDR", addr)
         os.environ.setdefault("MASTER_PORT", port)
-        dist.init_process_group(backend or ("nccl" if cuda else "gloo"), init_method="env://",
-                                rank=rank, world_size=world, **options)
+        # The process group's threads are started with Slurm's signals
+        # blocked, so that SIGUSR1 and SIGTERM reach the main thread, where
+        # Python's handlers (gulp.Requeue) run: one taken by a gloo thread
+        # ends the process with std::terminate when it exits.
+        slurm = {signal.SIGUSR1, signal.SIGTERM}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, slurm)
+        try:
+            dist.init_process_group(backend or ("nccl" if cuda else "gloo"),
+                                    init_method="env://", rank=rank, world_size=world, **options)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     local = launched.local_rank
     if local is None:
         local = rank % (launched.local_world_size or world)

@@ -1,9 +1,9 @@
 """A small data-parallel training run on gulp batches: docs/guide.md's script.
 
     torchrun --standalone --nproc_per_node 2 -m gulp.examples.train_ddp DIR LOG \
-        --epochs 1 --stop-after 3 --checkpoint ckpt.pt
+        --epochs 1 --checkpoint ckpt.pt --checkpoint-every 2 --stop-after 3
     torchrun --standalone --nproc_per_node 2 -m gulp.examples.train_ddp DIR LOG \
-        --epochs 1 --resume ckpt.pt --eval VAL_DIR
+        --epochs 1 --checkpoint ckpt.pt --eval VAL_DIR
 
 A tiny video classifier trained with DistributedDataParallel on
 `gulp.torch.ClipDataset` batches, one rank per GPU: `init_distributed` sets
@@ -13,17 +13,24 @@ where CUDA is, gloo on the CPU otherwise (or with `--cpu`). The loader takes
 its rank and world size from the launcher, and decodes on `--threads`
 threads per rank (by default the node's cores divided among its ranks).
 Every rank logs each clip it trains on as a JSON line `{"epoch", "position",
-"id", "rank", "world_size", "phase"}`. With `--stop-after K` the run saves a
-checkpoint (model, optimizer, the loader's state of rank 0, the global step)
-after K steps and exits mid-epoch; with `--resume CKPT` it loads one and
-goes on, on whatever number of ranks torchrun gives it. With `--eval DIR` a
-run that was not stopped ends with an exact distributed evaluation on DIR:
-every clip counted once over all ranks (`drop_last=False`, the padding of
-the ranks' shares left out), each rank logging the ids it served to
+"id", "rank", "world_size", "phase"}`.
+
+Checkpoints (model, optimizer, the loader's state of rank 0, the global
+step) go to `--checkpoint`: every `--checkpoint-every` steps, after
+`--stop-after K` steps (the run then exits, mid-epoch), and when Slurm ends
+the job early (`gulp.Requeue`: SIGUSR1 from sbatch's `--signal`, after which
+the job requeues itself, or SIGTERM; the ranks agree on the step to stop at).
+Each is written to a temporary file and renamed over the last. A run that
+finds `--checkpoint` resumes from it (or from `--resume CKPT`), on whatever
+number of ranks it is given: a requeued job goes on by itself. With `--eval
+DIR` a run that was not stopped ends with an exact distributed evaluation on
+DIR: every clip counted once over all ranks (`drop_last=False`, the padding
+of the ranks' shares left out), each rank logging the ids it served to
 `LOG.eval.rank<r>`.
 """
 
 import argparse
+import gc
 import json
 import os
 from typing import Optional
@@ -76,14 +83,25 @@ def evaluate(model: nn.Module, path: str, log_path: str, device: torch.device,
     return correct / max(counted, 1), counted
 
 
+def save(path: str, model: nn.Module, optimizer: torch.optim.Optimizer,
+         data: gulp.torch.ClipDataset, step: int) -> None:
+    """The checkpoint, on rank 0, all or nothing: a temporary file renamed over the last."""
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "loader": data.state_dict(), "step": step}, f"{path}.tmp")
+    os.replace(f"{path}.tmp", path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
     parser.add_argument("log")
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--stop-after", type=int, default=None)
-    parser.add_argument("--checkpoint", default=None)
-    parser.add_argument("--resume", default=None)
+    parser.add_argument("--checkpoint", default=None,
+                        help="saved here; a run that finds it resumes from it")
+    parser.add_argument("--checkpoint-every", type=int, default=None, metavar="STEPS")
+    parser.add_argument("--stop-after", type=int, default=None, metavar="STEPS",
+                        help="save and exit after this many steps")
+    parser.add_argument("--resume", default=None, help="a checkpoint to start from")
     parser.add_argument("--phase", default="run")
     parser.add_argument("--eval", default=None, help="a gulp directory to evaluate on at the end")
     parser.add_argument("--threads", type=int, default=None,
@@ -91,6 +109,7 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="gloo on the CPU even where CUDA is")
     args = parser.parse_args()
 
+    requeue = gulp.Requeue()  # SIGUSR1 and SIGTERM caught from here on
     # NCCL and the local rank's GPU where CUDA is (set_device called), gloo
     # and the CPU otherwise; the ranks from torchrun's or srun's variables.
     rank, world, local_rank, device = gulp.torch.init_distributed("gloo" if args.cpu else None)
@@ -111,8 +130,10 @@ def main() -> None:
         model, device_ids=[device.index] if device.type == "cuda" else None)  # this rank's GPU
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     step, first_epoch, loss = 0, 0, None
-    if args.resume:
-        ckpt = torch.load(args.resume, map_location=device, weights_only=False)
+    resume = args.resume or (args.checkpoint if args.checkpoint and
+                             os.path.exists(args.checkpoint) else None)
+    if resume:
+        ckpt = torch.load(resume, map_location=device, weights_only=False)
         model.module.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         # Every rank resumes from rank 0's state of the same global step:
@@ -139,14 +160,19 @@ def main() -> None:
                                       "rank": rank, "world_size": world, "padding": pad,
                                       "phase": args.phase}) + "\n")
             log.flush()
-            if args.stop_after is not None and step == args.stop_after:
-                if rank == 0:
-                    torch.save({"model": model.module.state_dict(),
-                                "optimizer": optimizer.state_dict(),
-                                "loader": data.state_dict(), "step": step}, args.checkpoint)
-                stopped = True
+            # The ranks stop at the same step: a signal any of them got.
+            signalled = torch.tensor([requeue.asked], dtype=torch.int32, device=device)
+            dist.all_reduce(signalled, op=dist.ReduceOp.MAX)
+            stopped = bool(signalled.item()) or step == args.stop_after
+            if args.checkpoint and rank == 0 and (stopped or (
+                    args.checkpoint_every and step % args.checkpoint_every == 0)):
+                save(args.checkpoint, model.module, optimizer, data, step)
+            if stopped:
                 break
         batches.close()  # stops the loader's decoding threads
+    if requeue.asked and rank == 0 and requeue.requeue():
+        print(f"rank 0: {requeue.received}, the job requeued", flush=True)
+    requeue.close()
     what = "stopped, checkpoint saved," if stopped else "finished"
     last = "none" if loss is None else f"{loss.item():.3f}"
     print(f"rank {rank}/{world} on {device}: {what} at step {step} (loss {last})", flush=True)
@@ -159,7 +185,10 @@ def main() -> None:
     dist.barrier()
     del model  # DDP's reducer before its process group
     dist.destroy_process_group()
-
+    # Whatever still holds the process group (the last collectives' work)
+    # freed now, its threads joined: left to the interpreter's exit, gloo's
+    # can be destroyed running, and std::terminate ends the process.
+    gc.collect()
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
