@@ -21,7 +21,7 @@ echo "sample.sh: installing what is missing (ffmpeg, cmake, nasm with apt-get; a
 GULP_DEPS_NO_NEXTEST=1 scripts/env/deps.sh
 step "dependencies ready"
 echo "sample.sh: building the gulp wheel (Rust core, libjpeg-turbo, the gulp command) and installing it into .venv"
-scripts/python-package.sh
+scripts/python-package.sh --quick
 step "gulp installed"
 gulp="$root/.venv/bin/gulp"
 
