@@ -87,7 +87,10 @@ batches of 8 clips, uint8 [8, 8, 112, 112, 3], on the 2 cores:
 
 PIL (Pillow's libjpeg-turbo) decodes at full size and resizes with
 BILINEAR (bench_loader.py's gulpio2 pipeline); 320x240 frames gain nothing
-from Pillow's `draft` (DCT scaling by 1/2 would go below 128).
+from Pillow's `draft` (DCT scaling by 1/2 would go below 128). Locally, one
+more row bounds the two PIL pipelines: PIL decoding the 8 sampled frames of
+every item alone, in 2 forked processes, the JPEGs in memory (no reading,
+resizing, cropping, collating or sending; `--only pil`).
 
 Each loader runs in a fresh interpreter. Timing (timing.py's rule, by
 epochs): one untimed warm-up epoch (worker start, page cache, the first
@@ -96,7 +99,9 @@ more until --min-seconds (4 s; 0 with --quick) have gone by; the figure is
 the best epoch's clips/s, where an epoch starts as `for batch in loader`
 does and ends with its last batch; the main process reads a byte of each
 clip. Ratios are gulp / other, of this run. The machine should be quiet:
-every loader uses both cores, and from the bucket Garage shares them.
+every loader uses both cores, and from the bucket Garage shares them
+(the table gives Garage's CPU seconds an epoch: warm-up and timed epochs
+averaged).
 """
 
 import argparse
@@ -122,7 +127,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CORPORA = {"170x128": (170, 128), "320x240": (320, 240)}
 CLASSES = ("testsrc2", "mandelbrot", "smptebars")
 PIPELINE = dict(frames=8, resize=128, size=112, batch_size=8, workers=2)
-LOADERS = ("gulp", "webdataset", "litdata")
+LOADERS = ("gulp", "webdataset", "litdata", "pil")
 CORPUS_VERSION = 2  # bump when the corpus recipe changes
 TARGET = 3.0
 # Installed into the running venv when missing: the versions this was run with.
@@ -265,10 +270,47 @@ def litdata_epochs(plan):
     return epoch, f"litdata {litdata.__version__}"
 
 
+_FRAMES = []
+
+
+def _decode_slice(bounds):
+    """pil_bare's task: PIL decodes the 8 sampled frames of items [lo, hi)."""
+    from PIL import Image
+
+    lo, hi = bounds
+    rng = worker_rng()
+    for jpegs in _FRAMES[lo:hi]:
+        for i in segment_indices(len(jpegs), PIPELINE["frames"], rng):
+            Image.open(io.BytesIO(jpegs[i])).load()
+    return hi - lo
+
+
+def pil_bare_epochs(plan):
+    """The limit of the PIL pipelines: the 8 sampled frames of every item
+    decoded by PIL in 2 forked processes, the JPEGs in memory; no reading,
+    resizing, cropping, collating or sending. An epoch yields no batches: it
+    returns its clip count."""
+    import multiprocessing as mp
+
+    import gulp
+    import PIL
+
+    gd = gulp.GulpDirectory(plan["src"])
+    _FRAMES[:] = [[bytes(b) for b in gd.raw(i)] for i in gd.ids()]
+    pool = mp.get_context("fork").Pool(PIPELINE["workers"])
+    n, k = len(_FRAMES), 4 * PIPELINE["workers"]
+    slices = [(j * n // k, (j + 1) * n // k) for j in range(k)]
+
+    def epoch(_e):
+        return sum(pool.map(_decode_slice, slices))
+
+    return epoch, f"Pillow {PIL.__version__}"
+
+
 def measure(plan):
     """Warm-up epoch, then timed epochs (timing.py's rule); the figures."""
-    make = {"gulp": gulp_epochs, "webdataset": webdataset_epochs,
-            "litdata": litdata_epochs}[plan["loader"]]
+    make = {"gulp": gulp_epochs, "webdataset": webdataset_epochs, "litdata": litdata_epochs,
+            "pil_bare": pil_bare_epochs}[plan["loader"]]
     epoch, version = make(plan)
     expected = [PIPELINE["batch_size"], PIPELINE["frames"], PIPELINE["size"], PIPELINE["size"], 3]
     check, e, warm = 0, 0, []
@@ -277,6 +319,8 @@ def measure(plan):
         nonlocal check
         clips = 0
         t = time.perf_counter()
+        if plan["loader"] == "pil_bare":
+            return epoch(e), time.perf_counter() - t
         for frames, labels in epoch(e):
             if list(frames.shape) != expected or frames.dtype != np.uint8 or len(labels) != len(frames):
                 raise RuntimeError(f"a batch of {list(frames.shape)} {frames.dtype}, "
@@ -519,19 +563,27 @@ def local_plans(stamp):
     shards = sorted(os.listdir(paths["wds"]))
     return {"gulp": {"src": paths["gulp"]},
             "webdataset": {"urls": [os.path.join(paths["wds"], s) for s in shards]},
-            "litdata": {"src": paths["litdata"]}}
+            "litdata": {"src": paths["litdata"]},
+            "PIL decode alone": {"loader": "pil_bare", "src": paths["gulp"]}}
 
 
-def run_set(name, where, plans, settings, tmp, only):
-    """Runs the plans {row name: plan} of one corpus and place; {row: figures}."""
+def run_set(name, where, plans, settings, tmp, only, server_pid=None):
+    """Runs the plans {row name: plan} of one corpus and place; {row: figures}
+    (with the server's CPU seconds an epoch when its pid is given)."""
+    from bench_s3 import cpu_ticks
+
     out = {}
     for row, plan in plans.items():
         loader = plan.get("loader", row)
-        if loader not in only:
+        if loader not in only and not (loader == "pil_bare" and "pil" in only):
             continue
         plan = dict(plan, loader=loader, where=where, **settings)
         log(f"{name}, {where}, {row}: running ...")
+        ticks = cpu_ticks(server_pid) if server_pid else None
         res = run_worker(plan, tmp, settings["timeout"])
+        if ticks is not None and "skipped" not in res:
+            epochs = len(res["epochs"]) + len(res["warmup"])
+            res["server_cpu_s_per_epoch"] = (cpu_ticks(server_pid) - ticks) / 100 / epochs
         out[row] = dict(res, loader=loader)
         if "skipped" in res:
             log(f"{name}, {where}, {row}: left out: {res['skipped']}")
@@ -545,7 +597,9 @@ def run_set(name, where, plans, settings, tmp, only):
 
 def label(row, where):
     name = {"gulp": "gulp.ClipLoader, 2 threads", "gulp, full shuffle": "gulp.ClipLoader, 2 threads",
-            "litdata": "litdata + PIL, 2 workers"}.get(row, "webdataset + PIL, 2 workers")
+            "litdata": "litdata + PIL, 2 workers",
+            "PIL decode alone": "PIL decoding the 8 frames alone, 2 processes (limit of the PIL "
+                                "pipelines)"}.get(row, "webdataset + PIL, 2 workers")
     if where == "bucket":
         name += {"gulp": ", by chunks, 25 % cache",
                  "gulp, full shuffle": ", full shuffle, no cache",
@@ -560,24 +614,30 @@ def print_tables(results, corpora, load0, load1, settings):
           f"128, random 112x112 crop and flip; best of >= {settings['epochs']} epochs after "
           f"{settings['warmup']} warm-up; 2 cores; load {load0:.2f} at the start, {load1:.2f} at "
           f"the end\n")
-    print("| frames | from | loader | clips/s | gulp ÷ this | ≥ 3× |")
-    print("|---|---|---|---|---|---|")
+    print("| frames | from | loader | clips/s | gulp ÷ this | ≥ 3× | Garage CPU s / epoch |")
+    print("|---|---|---|---|---|---|---|")
     for name, places in results.items():
         for where, rows in places.items():
             g = rows.get("gulp", {}).get("clips_per_s")
             for row, r in rows.items():
+                head = f"| {name} | {where} | {label(row, where)} |"
                 if "skipped" in r:
-                    print(f"| {name} | {where} | {label(row, where)} | - | left out: "
-                          f"{r['skipped'].splitlines()[0][:80]} | |")
+                    print(f"{head} - | left out: {r['skipped'].splitlines()[0][:80]} | | |")
                     continue
                 rate = r["clips_per_s"]
+                server = r.get("server_cpu_s_per_epoch")
+                server = "–" if server is None else f"{server:.2f}"
+                if row == "PIL decode alone" and g:
+                    r["ratio_gulp"] = ratio(g, rate)
+                    print(f"{head} {rate:,.1f} | {ratio(g, rate):.2f}× | | {server} |")
+                    continue
                 if row.startswith("gulp") or not g:
-                    print(f"| {name} | {where} | {label(row, where)} | {rate:,.1f} | – | |")
+                    print(f"{head} {rate:,.1f} | – | | {server} |")
                     continue
                 q = ratio(g, rate)
                 r["ratio_gulp"] = q
                 met = "met" if q >= TARGET else "**not met**"
-                print(f"| {name} | {where} | {label(row, where)} | {rate:,.1f} | {q:.2f}× | {met} |")
+                print(f"{head} {rate:,.1f} | {q:.2f}× | {met} | {server} |")
     print("\n| frames | items, frames | gulp directory | webdataset tar shards | litdata chunks |")
     print("|---|---|---|---|---|")
     for name, stamp in corpora.items():
@@ -683,18 +743,19 @@ def main():
         for n in names:
             results[n]["local"] = run_set(n, "local", local_plans(corpora[n]), settings, tmp, only)
         if not a.no_s3:
+            server_pid = None
             if not a.bucket_from_env:
                 if not os.access(garage_binary(), os.X_OK):
                     log(f"{garage_binary()} missing: scripts/env/garage.sh builds it (~16 min)")
                 from bench_s3 import start_garage
 
                 with stdout_to_stderr():
-                    start_garage(Path(state), None)
+                    server_pid = start_garage(Path(state), None)
             os.environ.setdefault("AWS_DEFAULT_REGION", os.environ["AWS_REGION"])
             client, bucket = s3_client(), os.environ["GULP_S3_BUCKET"]
             for n in names:
                 plans = bucket_plans(client, bucket, n, corpora[n], tmp, a.wds_aws)
-                results[n]["bucket"] = run_set(n, "bucket", plans, settings, tmp, only)
+                results[n]["bucket"] = run_set(n, "bucket", plans, settings, tmp, only, server_pid)
         log(f"measured in {time.perf_counter() - timer:.0f} s")
     finally:
         if not a.no_s3 and not a.bucket_from_env:
