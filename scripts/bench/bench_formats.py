@@ -71,7 +71,7 @@ batches of 8 clips, uint8 [8, 8, 112, 112, 3], on the 2 cores:
   shards, which webdataset opens with curl (its `http(s)://` handler);
   with --wds-aws also `pipe:aws s3 cp --quiet s3://... -` as its docs and
   README show for S3, one AWS CLI process per shard (about 0.4 s of CPU
-  each: at these shard sizes, 5-20 MB, the CLI's start dominates).
+  each: at these shard sizes, 9-18 MB, the CLI's start dominates).
 * litdata: `StreamingDataset(dir, shuffle=True, seed=0, transform=clip)` in
   `StreamingDataLoader(batch_size=8, num_workers=2, drop_last=True,
   persistent_workers=True)`; `clip` decodes the 8 sampled frames of the
@@ -186,7 +186,8 @@ def clip_from_jpegs(jpegs, frames=8, edge=128, size=112):
         if (rw, rh) != im.size:
             im = im.resize((rw, rh), Image.BILINEAR)
         if y is None:
-            y, x, flip = rng.integers(rh - size + 1), rng.integers(rw - size + 1), rng.random() < 0.5
+            y, x = rng.integers(rh - size + 1), rng.integers(rw - size + 1)
+            flip = rng.random() < 0.5
         a = np.asarray(im)[y:y + size, x:x + size]
         out[k] = a[:, ::-1] if flip else a
     return out
@@ -322,7 +323,8 @@ def measure(plan):
         if plan["loader"] == "pil_bare":
             return epoch(e), time.perf_counter() - t
         for frames, labels in epoch(e):
-            if list(frames.shape) != expected or frames.dtype != np.uint8 or len(labels) != len(frames):
+            shape = list(frames.shape)
+            if shape != expected or frames.dtype != np.uint8 or len(labels) != len(frames):
                 raise RuntimeError(f"a batch of {list(frames.shape)} {frames.dtype}, "
                                    f"{len(labels)} labels; not {expected} uint8")
             check += int(frames[:, 0, 0, 0, 0].sum())  # the consumer reads the batch
@@ -431,7 +433,8 @@ def build_corpus(work, name, items, per_chunk):
     base = os.path.join(work, name)
     paths = {k: os.path.join(base, k) for k in ("videos", "gulp", "wds", "litdata")}
     stamp_path = os.path.join(base, "corpus.json")
-    want = {"version": CORPUS_VERSION, "items": items, "per_chunk": per_chunk, "size": [width, height]}
+    want = {"version": CORPUS_VERSION, "items": items, "per_chunk": per_chunk,
+            "size": [width, height]}
     try:
         with open(stamp_path) as f:
             stamp = json.load(f)
@@ -596,7 +599,8 @@ def run_set(name, where, plans, settings, tmp, only, server_pid=None):
 
 
 def label(row, where):
-    name = {"gulp": "gulp.ClipLoader, 2 threads", "gulp, full shuffle": "gulp.ClipLoader, 2 threads",
+    name = {"gulp": "gulp.ClipLoader, 2 threads",
+            "gulp, full shuffle": "gulp.ClipLoader, 2 threads",
             "litdata": "litdata + PIL, 2 workers",
             "PIL decode alone": "PIL decoding the 8 frames alone, 2 processes (limit of the PIL "
                                 "pipelines)"}.get(row, "webdataset + PIL, 2 workers")
@@ -721,8 +725,9 @@ def main():
         p.error("ffmpeg is needed to make the corpus")
     items = a.items or (48 if a.quick else 320)
     per_chunk = max(4, items // 8)
+    min_seconds = a.min_seconds if a.min_seconds is not None else (0.0 if a.quick else 4.0)
     settings = {"warmup": 1, "epochs": a.epochs or (1 if a.quick else 3),
-                "min_seconds": a.min_seconds if a.min_seconds is not None else (0.0 if a.quick else 4.0)}
+                "min_seconds": min_seconds}
     settings["timeout"] = 900.0
     ensure_packages(a.wds_aws and not a.no_s3)
     load0 = os.getloadavg()[0]
