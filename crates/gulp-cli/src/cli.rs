@@ -233,6 +233,14 @@ pub enum Command {
     #[cfg(feature = "serve")]
     #[command(after_help = "Example: gulp serve data/train data/val --port 8000")]
     Serve(ServeArgs),
+    /// `gulp serve` in a build without it: an error that says so.
+    #[cfg(not(feature = "serve"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Serve {
+        /// Whatever was given.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Arguments of `gulp serve`.
@@ -944,20 +952,15 @@ fn parse_scale(text: &str) -> Result<Scale, String> {
     Scale::parse(text).ok_or_else(|| format!("{text:?} is not n/8 for n from 1 to 8 (e.g. 1/2)"))
 }
 
-/// `H,W` or `N` (a square): sizes in the order Python's `(H, W)` gives them.
+/// `H,W` or `N` (a square): sizes in the order Python's `(H, W)` gives them
+/// ([`gulp_loader::parse_size`], which `gulp serve` reads them with too).
 fn parse_hw(text: &str) -> Result<(usize, usize), String> {
-    let bad = || format!("{text:?} is not H,W or N (e.g. 112,144 or 112)");
-    let number = |t: &str| t.trim().parse::<usize>().ok().filter(|n| *n > 0);
-    if let Some((w, h)) = text.split_once(['x', 'X']) {
-        // The old spelling, ffmpeg's WxH, says its own order.
-        let (h, w) = number(h).zip(number(w)).ok_or_else(bad)?;
+    let ((h, w), form) = gulp_loader::parse_size(text)
+        .ok_or_else(|| format!("{text:?} is not H,W or N (e.g. 112,144 or 112)"))?;
+    if form == gulp_loader::SizeForm::WidthXHeight {
         eprintln!("gulp: warning: a size as WxH ({text}) is deprecated: use H,W ({h},{w})");
-        return Ok((h, w));
     }
-    match text.split_once(',') {
-        Some((h, w)) => number(h).zip(number(w)).ok_or_else(bad),
-        None => number(text).map(|n| (n, n)).ok_or_else(bad),
-    }
+    Ok((h, w))
 }
 
 /// The loader's default size and resize, as the command line spells them.

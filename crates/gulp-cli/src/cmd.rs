@@ -96,6 +96,11 @@ pub fn run(command: Command) -> Result<Outcome> {
         Command::Status(args) => status::run(&args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(&args),
+        #[cfg(not(feature = "serve"))]
+        Command::Serve { .. } => anyhow::bail!(
+            "this gulp was built without `gulp serve` (cargo feature `serve`; scripts/sample.sh \
+             builds without it): scripts/python-package.sh builds the package with it"
+        ),
     }
 }
 

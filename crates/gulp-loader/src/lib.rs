@@ -89,6 +89,7 @@ pub use crate::targets::{
     OnMissing, Target, TargetFn, TargetKeys, TargetKind, TargetValues, Targets,
 };
 pub use crate::transform::{
-    CropMode, Geometry, RANDOM_RESIZED_RATIO, RANDOM_RESIZED_SCALE, Renderer, Spatial, resized_size,
+    CropMode, Geometry, RANDOM_RESIZED_RATIO, RANDOM_RESIZED_SCALE, Renderer, SizeForm, Spatial,
+    parse_size, resized_size,
 };
 pub use gulp_io::Choice;

@@ -132,6 +132,40 @@ pub fn resized_size(width: usize, height: usize, edge: usize) -> (usize, usize) 
     }
 }
 
+/// An output size as the command line and `gulp serve` spell it:
+/// `H,W`, or `N` for a square, in the order Python's `(H, W)` gives them;
+/// also ffmpeg's `WxH`, which says its own order (the form is returned, so
+/// that a caller can warn that it is deprecated). `None` when `text` is
+/// neither, or a number is not a positive integer.
+///
+/// ```
+/// use gulp_loader::{SizeForm, parse_size};
+/// assert_eq!(parse_size("112,144"), Some(((112, 144), SizeForm::HeightWidth)));
+/// assert_eq!(parse_size("160x120"), Some(((120, 160), SizeForm::WidthXHeight)));
+/// assert_eq!(parse_size("96"), Some(((96, 96), SizeForm::HeightWidth)));
+/// assert_eq!(parse_size("0,4"), None);
+/// ```
+pub fn parse_size(text: &str) -> Option<((usize, usize), SizeForm)> {
+    let number = |t: &str| t.trim().parse::<usize>().ok().filter(|n| *n > 0);
+    if let Some((w, h)) = text.split_once(['x', 'X']) {
+        return Some(((number(h)?, number(w)?), SizeForm::WidthXHeight));
+    }
+    let size = match text.split_once(',') {
+        Some((h, w)) => (number(h)?, number(w)?),
+        None => (number(text)?, number(text)?),
+    };
+    Some((size, SizeForm::HeightWidth))
+}
+
+/// How a size given to [`parse_size`] was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeForm {
+    /// `H,W` or `N`.
+    HeightWidth,
+    /// ffmpeg's `WxH` (deprecated on the command line).
+    WidthXHeight,
+}
+
 impl Spatial {
     /// Draws the geometry of a clip whose first frame is `width`×`height`;
     /// `rng` is `None` outside training (centred crops, no flip), `view` is

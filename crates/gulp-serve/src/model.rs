@@ -94,13 +94,13 @@ pub(crate) fn loader_options(q: &ModelQuery) -> Result<(LoaderOptions, usize), S
     };
     let size = match q.size.trim() {
         "" | "none" => None,
-        text => Some(match text.split_once([',', 'x']) {
-            Some((h, w)) => (number("size", h)?, number("size", w)?),
-            None => {
-                let edge = number("size", text)?;
-                (edge, edge)
-            }
-        }),
+        // One reading of a size for the command line and this page: H,W, N,
+        // or ffmpeg's WxH in its own order.
+        text => Some(
+            gulp_loader::parse_size(text)
+                .map(|(size, _)| size)
+                .ok_or_else(|| format!("size: {text:?} is not H,W or N"))?,
+        ),
     };
     let options = LoaderOptions {
         frames,
@@ -286,4 +286,29 @@ fn clips(
         );
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(text: &str) -> Result<Option<(usize, usize)>, String> {
+        let q = ModelQuery {
+            size: text.into(),
+            crop: if text.is_empty() { "none" } else { "center" }.into(),
+            ..ModelQuery::default()
+        };
+        loader_options(&q).map(|(options, _)| options.spatial.size)
+    }
+
+    /// The page reads a size as the command line does: `H,W`, `N`, and
+    /// ffmpeg's `WxH` in its own order (it once read `160x120` as 160 high).
+    #[test]
+    fn the_page_reads_a_size_as_the_command_line_does() {
+        assert_eq!(size("112,144"), Ok(Some((112, 144))));
+        assert_eq!(size("96"), Ok(Some((96, 96))));
+        assert_eq!(size("160x120"), Ok(Some((120, 160))));
+        assert_eq!(size(""), Ok(None));
+        assert_eq!(size("12,a"), Err("size: \"12,a\" is not H,W or N".into()));
+    }
 }
