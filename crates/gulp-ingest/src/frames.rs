@@ -15,7 +15,7 @@ use crate::error::ItemError;
 use crate::raster::rust_encoder;
 #[cfg(feature = "turbojpeg")]
 use crate::raster::subsampling;
-pub use crate::raster::{Resize, long_edge_size, resized_size, short_edge_size};
+pub use crate::raster::{Resize, long_edge_size, short_edge_size, stored_size};
 use crate::raster::{jpeg_size, resize_plane};
 use crate::video::{self, AudioRequest};
 use crate::yuv::{self, Yuv420};
@@ -409,7 +409,7 @@ pub fn is_jpeg(bytes: &[u8]) -> bool {
 /// resized and re-encoded when its size must change.
 fn jpeg_frame(jpeg: &[u8], opts: &FrameOptions, resizer: &mut Resizer) -> Result<Vec<u8>, String> {
     let (width, height) = check_jpeg(jpeg)?;
-    if resized_size(width, height, opts.resize()).is_none() {
+    if stored_size(width, height, opts.resize()).is_none() {
         return Ok(jpeg.to_vec());
     }
     let px = decode_jpeg(jpeg)?;
@@ -495,7 +495,7 @@ pub fn resize_short_edge(
     resize: impl Into<Resize>,
     resizer: &mut Resizer,
 ) -> Result<Option<Pixels>, String> {
-    let Some((nw, nh)) = resized_size(px.width, px.height, resize) else {
+    let Some((nw, nh)) = stored_size(px.width, px.height, resize) else {
         return Ok(None);
     };
     let pixel_type = if px.channels == 1 {

@@ -1084,10 +1084,7 @@ fn publish_file(local: &Path, url: &Path) -> Result<()> {
     #[cfg(not(feature = "s3"))]
     {
         let _ = local;
-        Err(Error::Options(format!(
-            "{}: this build of gulp writes no object stores (cargo feature `s3`)",
-            url.display()
-        )))
+        Err(gulp_io::Error::no_object_store(url).into())
     }
 }
 

@@ -30,9 +30,11 @@ impl From<Option<u32>> for Resize {
     }
 }
 
-/// The size a `width` × `height` frame is resized to, or `None` when it
-/// keeps its size.
-pub fn resized_size(width: u32, height: u32, resize: impl Into<Resize>) -> Option<(u32, u32)> {
+/// The size a `width` × `height` frame is stored at, or `None` when it
+/// keeps its size: the scaled edges truncated, as gulpio2 stores them
+/// ([`short_edge_size`], [`long_edge_size`]). The loader's resize rounds
+/// instead (`gulp_loader::short_edge_rounded`).
+pub fn stored_size(width: u32, height: u32, resize: impl Into<Resize>) -> Option<(u32, u32)> {
     let resize = resize.into();
     let (w, h) = resize
         .short_edge
@@ -147,22 +149,18 @@ mod tests {
             short_edge: None,
             max_size: Some(m),
         };
-        assert_eq!(resized_size(500, 375, max(256)), Some((256, 192)));
-        assert_eq!(resized_size(375, 500, max(256)), Some((192, 256)));
-        assert_eq!(resized_size(200, 100, max(256)), None, "never up");
-        assert_eq!(resized_size(256, 100, max(256)), None);
-        assert_eq!(
-            resized_size(4000, 1, max(100)),
-            Some((100, 1)),
-            "at least 1"
-        );
+        assert_eq!(stored_size(500, 375, max(256)), Some((256, 192)));
+        assert_eq!(stored_size(375, 500, max(256)), Some((192, 256)));
+        assert_eq!(stored_size(200, 100, max(256)), None, "never up");
+        assert_eq!(stored_size(256, 100, max(256)), None);
+        assert_eq!(stored_size(4000, 1, max(100)), Some((100, 1)), "at least 1");
         let both = Resize {
             short_edge: Some(100),
             max_size: Some(128),
         };
         // 200x120 -> 166x100 by the short edge, then 128x77.
-        assert_eq!(resized_size(200, 120, both), Some((128, 77)));
-        assert_eq!(resized_size(200, 120, Some(100)), Some((166, 100)));
-        assert_eq!(resized_size(200, 120, None), None);
+        assert_eq!(stored_size(200, 120, both), Some((128, 77)));
+        assert_eq!(stored_size(200, 120, Some(100)), Some((166, 100)));
+        assert_eq!(stored_size(200, 120, None), None);
     }
 }

@@ -452,10 +452,7 @@ fn put(url: &Path, bytes: Vec<u8>) -> Result<()> {
     #[cfg(not(feature = "s3"))]
     {
         let _ = bytes;
-        Err(Error::Options(format!(
-            "{}: this build of gulp writes no object stores (cargo feature `s3`)",
-            url.display()
-        )))
+        Err(gulp_io::Error::no_object_store(url).into())
     }
 }
 

@@ -9,7 +9,7 @@
 
 use fast_image_resize::{PixelType, Resizer};
 
-use crate::raster::{jpeg_size, resize_plane, resized_size};
+use crate::raster::{jpeg_size, resize_plane, stored_size};
 
 /// One frame: the Y plane (`width` × `height`) then the Cb and Cr planes
 /// (each `width.div_ceil(2)` × `height.div_ceil(2)`), rows without padding.
@@ -110,7 +110,7 @@ pub fn resize_short_edge(
     resize: impl Into<crate::raster::Resize>,
     resizer: &mut Resizer,
 ) -> Result<Option<Yuv420>, String> {
-    let Some((nw, nh)) = resized_size(frame.width, frame.height, resize) else {
+    let Some((nw, nh)) = stored_size(frame.width, frame.height, resize) else {
         return Ok(None);
     };
     frame.check()?;

@@ -135,6 +135,13 @@ pub enum ErrorKind {
         /// What is wrong.
         reason: String,
     },
+    /// An object-store location (`s3://`) given to a build without object
+    /// stores: every crate's one wording of it.
+    #[error("{path}: this build of gulp has no object store (cargo feature `s3`)")]
+    NoObjectStore {
+        /// The location.
+        path: PathBuf,
+    },
     /// The writer was given something it cannot store.
     #[error("{path}: {reason}")]
     Invalid {
@@ -149,6 +156,14 @@ impl Error {
     /// The kind of error.
     pub fn kind(&self) -> &ErrorKind {
         &self.0
+    }
+
+    /// [`ErrorKind::NoObjectStore`] for `path`.
+    pub fn no_object_store(path: &Path) -> Error {
+        ErrorKind::NoObjectStore {
+            path: path.to_owned(),
+        }
+        .into()
     }
 
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Error {

@@ -7,22 +7,11 @@ use std::sync::Arc;
 
 use crate::cache::{Cache, Cached, ObjectId, RangeStore};
 
-#[cfg(not(feature = "s3"))]
-use crate::error::ErrorKind;
 use crate::error::{Error, Result};
 
 /// Whether `path` spells an object-store URL (`s3://bucket/prefix`).
 pub fn is_remote(path: &Path) -> bool {
     path.to_str().is_some_and(|p| p.starts_with("s3://"))
-}
-
-#[cfg(not(feature = "s3"))]
-fn no_s3(path: &Path) -> Error {
-    ErrorKind::Invalid {
-        path: path.to_owned(),
-        reason: "this build of gulp reads no object stores (cargo feature `s3`)".into(),
-    }
-    .into()
 }
 
 /// A file of a directory as its listing gives it.
@@ -52,7 +41,7 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<DirEntry>> {
             })
             .collect());
         #[cfg(not(feature = "s3"))]
-        return Err(no_s3(dir));
+        return Err(Error::no_object_store(dir));
     }
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))? {
@@ -163,7 +152,7 @@ pub(crate) fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<()> {
             return Ok(());
         }
         #[cfg(not(feature = "s3"))]
-        return Err(no_s3(path));
+        return Err(Error::no_object_store(path));
     }
     use std::io::Read;
     fs::File::open(path)
@@ -186,7 +175,7 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
         #[cfg(feature = "s3")]
         return crate::remote::read_optional(path);
         #[cfg(not(feature = "s3"))]
-        return Err(no_s3(path));
+        return Err(Error::no_object_store(path));
     }
     match fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
@@ -202,7 +191,7 @@ pub(crate) fn write_object(path: &Path, bytes: Vec<u8>) -> Result<()> {
     #[cfg(not(feature = "s3"))]
     {
         let _ = bytes;
-        Err(no_s3(path))
+        Err(Error::no_object_store(path))
     }
 }
 
@@ -212,9 +201,48 @@ pub(crate) fn file_len(path: &Path) -> Result<u64> {
         #[cfg(feature = "s3")]
         return crate::remote::Object::at(path)?.size();
         #[cfg(not(feature = "s3"))]
-        return Err(no_s3(path));
+        return Err(Error::no_object_store(path));
     }
     fs::metadata(path)
         .map(|m| m.len())
         .map_err(|e| Error::io("reading", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A build without object stores says so in one wording, naming the
+    /// location, wherever one is given.
+    #[cfg(not(feature = "s3"))]
+    #[test]
+    fn a_build_without_object_stores_names_the_location() {
+        let url = Path::new("s3://bucket/train");
+        let errors = [
+            list_dir(url).unwrap_err(),
+            read(&url.join("data_0.gulp")).unwrap_err(),
+            read_optional(&url.join("label2idx.json")).unwrap_err(),
+            write_object(&url.join("x"), vec![1]).unwrap_err(),
+            file_len(&url.join("data_0.gulp")).unwrap_err(),
+        ];
+        for e in errors {
+            assert!(
+                matches!(e.kind(), crate::ErrorKind::NoObjectStore { .. }),
+                "{e}"
+            );
+            assert!(
+                e.to_string().starts_with("s3://bucket/train")
+                    && e.to_string()
+                        .ends_with(": this build of gulp has no object store (cargo feature `s3`)"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_s3_urls_are_remote() {
+        assert!(is_remote(Path::new("s3://bucket/prefix")));
+        assert!(!is_remote(Path::new("data/s3://x")));
+        assert!(!is_remote(Path::new("/data/train")));
+    }
 }

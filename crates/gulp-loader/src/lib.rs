@@ -90,6 +90,6 @@ pub use crate::targets::{
 };
 pub use crate::transform::{
     CropMode, Geometry, RANDOM_RESIZED_RATIO, RANDOM_RESIZED_SCALE, Renderer, SizeForm, Spatial,
-    parse_size, resized_size,
+    parse_size, short_edge_rounded,
 };
 pub use gulp_io::Choice;

@@ -116,8 +116,10 @@ pub struct Geometry {
 }
 
 /// The short-edge resize of a `width`×`height` frame: the short edge
-/// becomes `edge`, the long one keeps the aspect (rounded).
-pub fn resized_size(width: usize, height: usize, edge: usize) -> (usize, usize) {
+/// becomes `edge`, the long one keeps the aspect, rounded (as
+/// torchvision's `Resize`; ingest stores truncated sizes, gulpio2's rule:
+/// `gulp_ingest::stored_size`).
+pub fn short_edge_rounded(width: usize, height: usize, edge: usize) -> (usize, usize) {
     #[allow(
         clippy::cast_precision_loss,
         clippy::cast_possible_truncation,
@@ -178,7 +180,7 @@ impl Spatial {
         view: usize,
     ) -> std::result::Result<Geometry, String> {
         let (rw, rh) = match self.resize {
-            Some(edge) => resized_size(width, height, edge),
+            Some(edge) => short_edge_rounded(width, height, edge),
             None => (width, height),
         };
         let (oh, ow) = self.size.unwrap_or((rh, rw));
@@ -503,9 +505,9 @@ mod tests {
 
     #[test]
     fn short_edge_resize_keeps_the_aspect() {
-        assert_eq!(resized_size(1280, 720, 128), (228, 128));
-        assert_eq!(resized_size(240, 320, 128), (128, 171));
-        assert_eq!(resized_size(100, 100, 64), (64, 64));
+        assert_eq!(short_edge_rounded(1280, 720, 128), (228, 128));
+        assert_eq!(short_edge_rounded(240, 320, 128), (128, 171));
+        assert_eq!(short_edge_rounded(100, 100, 64), (64, 64));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use fast_image_resize::images::{Image as FirImage, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use gulp_io::{ColorMode, DecodeOptions, JpegFrame, decode_jpeg_with};
-use gulp_loader::{CropMode, Geometry, Renderer, Rng, Spatial, resized_size};
+use gulp_loader::{CropMode, Geometry, Renderer, Rng, Spatial, short_edge_rounded};
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 use proptest::prelude::*;
 
@@ -107,7 +107,7 @@ impl Case {
     /// chosen by the case so that the edges are always among the cases).
     fn geometry(&self) -> Result<Geometry, String> {
         let (rw, rh) = match self.resize {
-            Some(edge) => resized_size(self.width, self.height, edge),
+            Some(edge) => short_edge_rounded(self.width, self.height, edge),
             None => (self.width, self.height),
         };
         let size = (
@@ -310,7 +310,7 @@ fn run(case: Case) {
 #[test]
 fn a_random_crop_on_the_last_column_of_a_scaled_frame() {
     for height in [205usize, 207, 218, 224, 240, 375] {
-        let (rw, _) = resized_size(500, height, 256);
+        let (rw, _) = short_edge_rounded(500, height, 256);
         for layout in [Layout::S444, Layout::S420, Layout::Gray] {
             for at in [(1.0, 1.0), (1.0, 0.0), (0.0, 1.0)] {
                 run(Case {

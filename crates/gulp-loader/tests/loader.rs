@@ -252,7 +252,7 @@ fn resized_crops_match_a_full_decode_resized() {
         let full = decode_jpeg(&frames[fi], ColorMode::Rgb).expect("decode");
         // The reference: a full decode, resized (bilinear, area-averaging)
         // to the short edge, centre crop.
-        let (rw, rh) = gulp_loader::resized_size(160, 120, edge);
+        let (rw, rh) = gulp_loader::short_edge_rounded(160, 120, edge);
         let resized = box_resize(&full.pixels, 160, 120, rw, rh);
         let (x0, y0) = ((rw - 40) / 2, (rh - 40) / 2);
         let mut diff = 0u64;

@@ -93,7 +93,9 @@ pub(crate) fn io_err(e: gulp_io::Error) -> PyErr {
         // The store's or the network's failure: an OSError, as a file's is.
         ErrorKind::RemoteNotFound { .. } => Class::NotFound,
         ErrorKind::Remote { .. } => Class::Io,
-        ErrorKind::Labels { .. } | ErrorKind::Invalid { .. } => Class::Invalid,
+        ErrorKind::Labels { .. } | ErrorKind::Invalid { .. } | ErrorKind::NoObjectStore { .. } => {
+            Class::Invalid
+        }
     };
     class.err(e.to_string())
 }

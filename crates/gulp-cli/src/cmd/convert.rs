@@ -104,10 +104,7 @@ fn replace_object(url: &Path, bytes: Vec<u8>) -> Result<()> {
     #[cfg(not(feature = "s3"))]
     {
         let _ = bytes;
-        bail!(
-            "{}: this build of gulp has no object-store support",
-            url.display()
-        )
+        Err(gulp_io::Error::no_object_store(url).into())
     }
 }
 

@@ -138,7 +138,13 @@ pub fn merge_with_progress(
         #[cfg(feature = "s3")]
         return merge_remote(out, dirs);
         #[cfg(not(feature = "s3"))]
-        refuse!("this build of gulp has no object-store support (cargo feature `s3`)");
+        {
+            let url = std::iter::once(out)
+                .chain(dirs.iter().map(PathBuf::as_path))
+                .find(|d| gulp_io::is_remote(d))
+                .unwrap_or(out);
+            return Err(gulp_io::Error::no_object_store(url).into());
+        }
     }
     fs::create_dir_all(out).map_err(|e| Error::io("creating", out, e))?;
     let lock = File::open(out).map_err(|e| Error::io("opening", out, e))?;
