@@ -121,6 +121,7 @@ from pathlib import Path
 
 import numpy as np
 
+import bench_loader
 from timing import logger, ratio
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -140,22 +141,9 @@ log = logger("bench_formats")
 # ----------------------------------------------------------------- the clip, as PIL users make it
 
 
-def segment_indices(n, frames, rng):
-    """TSN's training sampling: one random frame in each of `frames` equal
-    segments of an item of `n` frames (bench_loader.py's)."""
-    out = np.empty(frames, np.int64)
-    for i in range(frames):
-        lo = i * n // frames
-        hi = max(lo + 1, -(-(i + 1) * n // frames))
-        out[i] = lo + rng.integers(hi - lo)
-    return out
-
-
-def resized_size(width, height, edge):
-    """The short edge to `edge`, the long one scaled and truncated."""
-    if height < width:
-        return int(edge * width / height), edge
-    return edge, int(edge * height / width)
+# TSN's training sampling and gulpio2's short-edge size, as the loader
+# benchmark has them (the same clips for every pipeline).
+segment_indices, resized_size = bench_loader.segment_indices, bench_loader.resized_size
 
 
 _RNG = {}
