@@ -176,7 +176,7 @@ fn picture(width: usize, height: usize, channels: usize) -> Vec<u8> {
 
 /// The JPEGs the example encodes itself, by name.
 fn encoded_jpegs() -> Vec<(&'static str, Vec<u8>)> {
-    use gulp_io::{Subsampling, encode_jpeg};
+    use gulp_codec::{Subsampling, encode_jpeg};
     use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 
     let turbo = |w: usize, h: usize, channels: usize, sub: Subsampling| {

@@ -4,7 +4,8 @@ use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gulp_io::{Choice, Codec, Dct, Scale};
+use gulp_codec::{Codec, Dct, Scale};
+use gulp_format::Choice;
 use gulp_loader::{CropMode, LoaderOptions, Sampling, Shuffle};
 
 /// gulp: storage for deep learning on videos, compatible with GulpIO.

@@ -406,7 +406,8 @@ fn scan_data_overwritten_mid_stream_needs_strict_decode() {
     let pixels: Vec<u8> = (0..w * h * 3)
         .map(|i| ((i * 31 + (i / 960) * 7) % 251) as u8)
         .collect();
-    let jpeg = gulp_io::encode_jpeg(&pixels, (w, h), 3, 90, gulp_io::Subsampling::S444).unwrap();
+    let jpeg =
+        gulp_codec::encode_jpeg(&pixels, (w, h), 3, 90, gulp_codec::Subsampling::S444).unwrap();
     let mut writer = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
     writer
         .append("clip", Value::Null, [&jpeg, &jpeg, &jpeg])

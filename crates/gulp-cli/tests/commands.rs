@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{clean_dir, fixture_cases, fixture_copy, fixtures, gulp, meta, stdout_of};
+use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_format::{JsonSerializer, MSGPACK_MAGIC, Map, Value};
-use gulp_io::{ChunkWriter, ColorMode, GulpDirectory, Selection, decode_jpeg};
+use gulp_io::{ChunkWriter, GulpDirectory, Selection};
 
 fn run_ok(args: &[&str], dir: &Path) -> Vec<u8> {
     gulp()

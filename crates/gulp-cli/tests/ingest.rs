@@ -10,7 +10,8 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::gulp;
-use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
+use gulp_codec::{ColorMode, decode_jpeg};
+use gulp_io::{GulpDirectory, Selection};
 use gulp_test_support::media::{self, ffmpeg};
 
 fn video(path: &Path, size: &str, seconds: f64) {

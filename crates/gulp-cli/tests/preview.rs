@@ -9,9 +9,10 @@ mod common;
 use std::path::Path;
 
 use common::gulp;
+use gulp_codec::{ColorMode, Subsampling, decode_jpeg, encode_jpeg};
 use gulp_format::{Map, Value};
 use gulp_ingest::Pixels;
-use gulp_io::{ChunkWriter, ColorMode, Subsampling, decode_jpeg, encode_jpeg};
+use gulp_io::ChunkWriter;
 
 /// The layout `gulp preview` documents (src/cmd/preview.rs).
 const HEADER: u32 = 12;

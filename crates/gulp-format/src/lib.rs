@@ -41,6 +41,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod choice;
 mod dir_index;
 mod error;
 mod index;
@@ -54,6 +55,7 @@ mod read;
 mod serializer;
 mod value;
 
+pub use crate::choice::{Choice, UnknownChoice, quoted};
 pub use crate::dir_index::{
     ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, INDEX_LOCK_FILE, INDEX_MAGIC, INDEX_VERSION,
     IndexBytes, NO_LABEL,

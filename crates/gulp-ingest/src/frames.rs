@@ -4,7 +4,7 @@ use std::num::NonZeroU32;
 use std::path::Path;
 
 use fast_image_resize::{PixelType, Resizer};
-use gulp_io::ColorMode;
+use gulp_codec::ColorMode;
 #[cfg(not(feature = "turbojpeg"))]
 use jpeg_encoder::ColorType;
 
@@ -65,7 +65,7 @@ pub enum SubsamplingChoice {
 
 // `auto`, `444` (`4:4:4`) or `420` (`4:2:0`): the names every front end
 // parses (`--subsampling`, `gulp.ingest(subsampling=...)`).
-gulp_io::choice!(SubsamplingChoice, "subsampling", {
+gulp_format::choice!(SubsamplingChoice, "subsampling", {
     SubsamplingChoice::Auto => "auto",
     SubsamplingChoice::S444 => "444" | "4:4:4",
     SubsamplingChoice::S420 => "420" | "4:2:0",
@@ -450,7 +450,7 @@ pub fn check_jpeg(jpeg: &[u8]) -> Result<(u32, u32), String> {
 }
 
 fn decode_jpeg(jpeg: &[u8]) -> Result<Pixels, String> {
-    let image = gulp_io::decode_jpeg(jpeg, ColorMode::Auto).map_err(|e| e.to_string())?;
+    let image = gulp_codec::decode_jpeg(jpeg, ColorMode::Auto).map_err(|e| e.to_string())?;
     Ok(Pixels {
         width: u32::try_from(image.width).map_err(|_| "image too wide")?,
         height: u32::try_from(image.height).map_err(|_| "image too high")?,
@@ -568,7 +568,7 @@ fn encode_with(
     quality: u8,
     full_chroma: bool,
 ) -> Result<Vec<u8>, String> {
-    gulp_io::encode_jpeg(
+    gulp_codec::encode_jpeg(
         &px.data,
         (usize::from(w), usize::from(h)),
         usize::from(px.channels),

@@ -131,11 +131,11 @@ pub(crate) fn rust_encoder(
 
 /// gulp-io's name for 4:4:4 (`full_chroma`) or 4:2:0.
 #[cfg(feature = "turbojpeg")]
-pub(crate) fn subsampling(full_chroma: bool) -> gulp_io::Subsampling {
+pub(crate) fn subsampling(full_chroma: bool) -> gulp_codec::Subsampling {
     if full_chroma {
-        gulp_io::Subsampling::S444
+        gulp_codec::Subsampling::S444
     } else {
-        gulp_io::Subsampling::S420
+        gulp_codec::Subsampling::S420
     }
 }
 

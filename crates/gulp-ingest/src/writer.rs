@@ -48,7 +48,7 @@ pub enum OnExists {
 }
 
 // The names every front end parses (`gulp.Writer(on_exists=...)`).
-gulp_io::choice!(OnExists, "on_exists", {
+gulp_format::choice!(OnExists, "on_exists", {
     OnExists::Error => "error",
     OnExists::Skip => "skip",
 });

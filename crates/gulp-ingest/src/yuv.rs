@@ -226,7 +226,7 @@ fn encode_with(
     let subsampling = crate::raster::subsampling(full_chroma);
     let jpeg = if full_chroma {
         let (upsampled_u, upsampled_v) = (upsample(u, w, h), upsample(v, w, h));
-        gulp_io::encode_yuv_planes(
+        gulp_codec::encode_yuv_planes(
             [y, &upsampled_u, &upsampled_v],
             [size.0; 3],
             size,
@@ -236,7 +236,7 @@ fn encode_with(
     } else {
         let (cw, _) = Yuv420::chroma_size(u32::from(w), u32::from(h));
         let cw = cw as usize;
-        gulp_io::encode_yuv_planes([y, u, v], [size.0, cw, cw], size, quality, subsampling)
+        gulp_codec::encode_yuv_planes([y, u, v], [size.0, cw, cw], size, quality, subsampling)
     };
     jpeg.map_err(|e| e.to_string())
 }
@@ -311,7 +311,7 @@ mod tests {
             for full_chroma in [false, true] {
                 let frame = gradient(w, h);
                 let jpeg = encode_jpeg(&frame, 90, full_chroma).unwrap();
-                let image = gulp_io::decode_jpeg(&jpeg, gulp_io::ColorMode::Auto).unwrap();
+                let image = gulp_codec::decode_jpeg(&jpeg, gulp_codec::ColorMode::Auto).unwrap();
                 assert_eq!((image.width, image.height), (w as usize, h as usize));
                 assert_eq!(image.channels, 3);
             }
@@ -337,7 +337,7 @@ mod tests {
         let want = [159.0f64, 83.1, 32.7];
         for full_chroma in [false, true] {
             let jpeg = encode_jpeg(&frame, 95, full_chroma).unwrap();
-            let image = gulp_io::decode_jpeg(&jpeg, gulp_io::ColorMode::Auto).unwrap();
+            let image = gulp_codec::decode_jpeg(&jpeg, gulp_codec::ColorMode::Auto).unwrap();
             for px in image.pixels.chunks_exact(3) {
                 for (c, &want) in px.iter().zip(&want) {
                     assert!((f64::from(*c) - want).abs() <= 3.0, "{px:?} vs {want:?}");

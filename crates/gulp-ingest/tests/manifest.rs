@@ -331,7 +331,7 @@ fn csv_jsonl_and_parquet_give_the_same_clips() {
     // The flash at 1.0-1.1 s: a white frame at 1.0 s (the first clip's
     // frame 2), none at 1.25 s.
     let white = |jpeg: &[u8]| {
-        let image = gulp_io::decode_jpeg(jpeg, gulp_io::ColorMode::Gray).unwrap();
+        let image = gulp_codec::decode_jpeg(jpeg, gulp_codec::ColorMode::Gray).unwrap();
         image.pixels.iter().map(|&p| f64::from(p)).sum::<f64>() / image.pixels.len() as f64 > 240.0
     };
     assert!(white(&first[2]) && !white(&first[3]) && !white(&first[1]));

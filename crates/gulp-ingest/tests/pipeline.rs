@@ -81,7 +81,7 @@ fn output_is_identical_for_any_number_of_workers() {
         .iter()
         .map(|id| {
             let f = gulp.frames(id, &Selection::parse("0").unwrap()).unwrap();
-            gulp_io::decode_jpeg(&f[0], gulp_io::ColorMode::Auto)
+            gulp_codec::decode_jpeg(&f[0], gulp_codec::ColorMode::Auto)
                 .unwrap()
                 .shape()
         })
@@ -406,7 +406,7 @@ fn custom_adapter_pixels_failures_and_panics() {
     assert_eq!(r.skipped[0].id, "item3");
     let gulp = GulpDirectory::open(&out).unwrap();
     let f = gulp.frames("item2", &Selection::All).unwrap();
-    let img = gulp_io::decode_jpeg(&f[1], gulp_io::ColorMode::Auto).unwrap();
+    let img = gulp_codec::decode_jpeg(&f[1], gulp_codec::ColorMode::Auto).unwrap();
     assert_eq!(img.shape(), vec![5, 10]); // gray, resized by the short edge
     assert!(img.pixels.iter().all(|&p| p.abs_diff(200) <= 2));
     assert!(temp_files(&out).is_empty());

@@ -6,10 +6,11 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_ingest::adapters::Dataset;
 use gulp_ingest::yuv::Yuv420;
 use gulp_ingest::{FrameOptions, IngestOptions, SubsamplingChoice, ingest, video};
-use gulp_io::{ColorMode, GulpDirectory, Selection, decode_jpeg};
+use gulp_io::{GulpDirectory, Selection};
 use gulp_test_support::media;
 
 fn videos_json(path: &Path, n: usize) {

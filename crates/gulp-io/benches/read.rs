@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput};
+use gulp_codec::{ZuneDecoder, decode_batch};
 use gulp_io::gulp_format::MetaFormat;
-use gulp_io::{GulpDirectory, Selection, ZuneDecoder, decode_batch};
+use gulp_io::{GulpDirectory, Selection};
 use gulp_test_support::bench_dir::{self, Spec};
 
 /// Frames decoded per iteration of the decode benches.

@@ -103,12 +103,12 @@ fn run() -> Result<(), BoxError> {
 
 #[cfg(feature = "turbojpeg")]
 fn encode(pixels: &[u8], size: (usize, usize)) -> Result<Vec<u8>, BoxError> {
-    Ok(gulp_io::encode_jpeg(
+    Ok(gulp_codec::encode_jpeg(
         pixels,
         size,
         3,
         90,
-        gulp_io::Subsampling::S444,
+        gulp_codec::Subsampling::S444,
     )?)
 }
 

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use gulp_codec::{ZuneDecoder, decode_batch};
 use gulp_format::{MetaFormat, Value};
-use gulp_io::{ChunkWriter, GulpDirectory, Selection, ZuneDecoder, decode_batch};
+use gulp_io::{ChunkWriter, GulpDirectory, Selection};
 
 fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?

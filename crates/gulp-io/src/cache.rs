@@ -31,7 +31,7 @@
 // options stay, so that front ends take them alike.
 #![cfg_attr(not(feature = "s3"), allow(dead_code))]
 
-use crate::Choice;
+use gulp_format::Choice;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::ops::Range;
@@ -102,7 +102,7 @@ pub enum CacheFetch {
     Ranges,
 }
 
-crate::choice!(CacheFetch, "cache_fetch", {
+gulp_format::choice!(CacheFetch, "cache_fetch", {
     CacheFetch::Auto => "auto",
     CacheFetch::Chunks => "chunks",
     CacheFetch::Ranges => "ranges",
@@ -208,13 +208,15 @@ impl CacheOptions {
     pub fn fetch_from_env() -> Result<CacheFetch> {
         match std::env::var(CACHE_FETCH_ENV) {
             Ok(text) if !text.trim().is_empty() => {
-                text.trim().parse().map_err(|e: crate::UnknownChoice| {
-                    ErrorKind::Invalid {
-                        path: PathBuf::from(CACHE_FETCH_ENV),
-                        reason: e.to_string(),
-                    }
-                    .into()
-                })
+                text.trim()
+                    .parse()
+                    .map_err(|e: gulp_format::UnknownChoice| {
+                        ErrorKind::Invalid {
+                            path: PathBuf::from(CACHE_FETCH_ENV),
+                            reason: e.to_string(),
+                        }
+                        .into()
+                    })
             }
             _ => Ok(CacheFetch::Auto),
         }
@@ -1471,7 +1473,7 @@ mod tests {
 
     #[test]
     fn fetch_policies_parse_by_name() {
-        for name in <CacheFetch as crate::Choice>::NAMES {
+        for name in <CacheFetch as gulp_format::Choice>::NAMES {
             assert_eq!(name.parse::<CacheFetch>().expect("parses").name(), *name);
         }
         assert_eq!("ranges".parse::<CacheFetch>(), Ok(CacheFetch::Ranges));

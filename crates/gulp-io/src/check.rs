@@ -18,7 +18,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{ChunkReader, ColorMode, FrameDecoder, Image, ReadMode, decode_batch, decode_jpeg};
+use gulp_codec::{ColorMode, FrameDecoder, Image, decode_batch, decode_jpeg};
+
+use crate::{ChunkReader, ReadMode};
 use gulp_format::{
     AudioTrack, ChunkFile, ChunkMeta, DATA_EXTENSION, DATA_PREFIX, FrameInfo, ItemMeta,
     META_EXTENSION, META_PREFIX, PAD_BYTE, TEMP_PREFIX, Value, data_file_name, meta_file_name,
@@ -901,13 +903,11 @@ impl ChunkChecker<'_> {
 struct GuardedDecoder;
 
 impl FrameDecoder for GuardedDecoder {
-    fn decode(&self, jpeg: &[u8]) -> crate::Result<Image> {
+    fn decode(&self, jpeg: &[u8]) -> gulp_codec::Result<Image> {
         catch_unwind(AssertUnwindSafe(|| decode_jpeg(jpeg, ColorMode::Auto))).unwrap_or_else(|_| {
-            Err(crate::ErrorKind::Decode {
-                at: String::new(),
+            Err(gulp_codec::Error::Decode {
                 reason: "the decoder panicked".into(),
-            }
-            .into())
+            })
         })
     }
 }

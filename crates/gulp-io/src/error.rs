@@ -206,6 +206,21 @@ fn record_name(frame: usize) -> String {
     }
 }
 
+/// A codec's error, not yet placed: the reader that decoded the frame adds
+/// its file, id and byte offset to [`ErrorKind::Decode`].
+impl From<gulp_codec::Error> for Error {
+    fn from(e: gulp_codec::Error) -> Error {
+        match e {
+            gulp_codec::Error::Decode { reason } => ErrorKind::Decode {
+                at: String::new(),
+                reason,
+            },
+            gulp_codec::Error::Encode { reason } => ErrorKind::Encode { reason },
+        }
+        .into()
+    }
+}
+
 impl From<ErrorKind> for Error {
     fn from(kind: ErrorKind) -> Error {
         Error(Box::new(kind))

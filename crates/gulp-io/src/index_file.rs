@@ -49,7 +49,7 @@ pub enum IndexPolicy {
     Off,
 }
 
-crate::choice!(IndexPolicy, "GULP_INDEX", {
+gulp_format::choice!(IndexPolicy, "GULP_INDEX", {
     IndexPolicy::Auto => "auto",
     IndexPolicy::Always => "always",
     IndexPolicy::Read => "read",
@@ -60,7 +60,7 @@ impl IndexPolicy {
     /// `GULP_INDEX`, else `auto`; an unknown value is an error naming it.
     pub fn from_env() -> Result<IndexPolicy> {
         match std::env::var("GULP_INDEX") {
-            Ok(v) if !v.is_empty() => v.parse().map_err(|e: crate::UnknownChoice| {
+            Ok(v) if !v.is_empty() => v.parse().map_err(|e: gulp_format::UnknownChoice| {
                 Error::from(crate::ErrorKind::Invalid {
                     path: PathBuf::from("GULP_INDEX"),
                     reason: e.to_string(),

@@ -10,7 +10,8 @@
 //! # Example
 //!
 //! ```
-//! use gulp_io::{ChunkWriter, ColorMode, GulpDirectory, Selection};
+//! use gulp_codec::ColorMode;
+//! use gulp_io::{ChunkWriter, GulpDirectory, Selection};
 //! use gulp_format::Value;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,7 +29,7 @@
 //! let frames = reader.frames("clip-1", &Selection::parse("::2")?)?;
 //! assert_eq!(frames.len(), 2);
 //! assert_eq!(&*frames[0], &jpeg[..]);
-//! let image = gulp_io::decode_jpeg(&frames[0], ColorMode::Auto)?;
+//! let image = gulp_codec::decode_jpeg(&frames[0], ColorMode::Auto)?;
 //! assert_eq!((image.height, image.width, image.channels), (8, 8, 3));
 //! # Ok(())
 //! # }
@@ -38,8 +39,6 @@
 pub mod audio;
 mod cache;
 pub mod check;
-mod choice;
-mod codec;
 #[cfg(feature = "s3")]
 mod credentials;
 mod directory;
@@ -61,14 +60,6 @@ pub use crate::cache::{
     CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheChoice, CacheFetch, CacheOptions,
     parse_byte_size,
 };
-pub use crate::choice::{Choice, UnknownChoice, quoted};
-pub use crate::codec::{
-    Codec, ColorMode, Crop, Dct, DecodeOptions, FrameDecoder, Image, JpegDecoder, JpegFrame,
-    JpegHeader, MAX_DECODE_PIXELS, Scale, Shape, Upsampling, ZuneDecoder, decode_batch,
-    decode_jpeg, decode_jpeg_into, decode_jpeg_with, read_header, scaled,
-};
-#[cfg(feature = "turbojpeg")]
-pub use crate::codec::{Subsampling, encode_jpeg, encode_yuv_planes};
 pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
 pub use crate::error::{AUDIO_RECORD, Error, ErrorKind, Result};
 pub use crate::index_file::{AUTO_ITEMS, IndexPolicy, IndexState, LABEL_KEY};
@@ -80,4 +71,5 @@ pub use crate::storage::{is_remote, read_optional};
 pub use crate::writer::{
     AudioInput, ChunkSummary, ChunkWriter, ChunkWriterBuilder, ItemMedia, Pcm,
 };
+pub use gulp_codec;
 pub use gulp_format;

@@ -6,15 +6,15 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use gulp_codec::{
+    Codec, DecodeOptions, FrameDecoder, Image, JpegFrame, Shape, check_size, decode_jpeg_into,
+};
 use gulp_format::{ChunkMeta, FrameInfo, ItemMeta, data_file_name, meta_file_name, read_meta};
 use memmap2::Mmap;
 
 use crate::cache::Cached;
 #[cfg(feature = "s3")]
 use crate::cache::RangeStore;
-use crate::codec::{
-    Codec, DecodeOptions, FrameDecoder, Image, JpegFrame, Shape, check_size, decode_jpeg_into,
-};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
 use crate::storage::Source;
@@ -635,11 +635,23 @@ impl ChunkReader {
     }
 
     /// Adds the frame's place to a decoding error that has none.
-    fn locate_decode_error(&self, e: crate::Error, id: &str, index: usize) -> crate::Error {
+    fn locate_decode_error(
+        &self,
+        e: impl Into<crate::Error>,
+        id: &str,
+        index: usize,
+    ) -> crate::Error {
         self.locate_at(e, id, index, self.record_loc(id, index))
     }
 
-    fn locate_at(&self, e: crate::Error, id: &str, index: usize, loc: u64) -> crate::Error {
+    fn locate_at(
+        &self,
+        e: impl Into<crate::Error>,
+        id: &str,
+        index: usize,
+        loc: u64,
+    ) -> crate::Error {
+        let e = e.into();
         match e.kind() {
             ErrorKind::Decode { at, reason } if at.is_empty() => ErrorKind::Decode {
                 at: format!(

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use gulp_io::{
-    ColorMode, ErrorKind, GulpDirectory, MAX_DECODE_PIXELS, ReadMode, Selection, decode_jpeg,
-};
+use gulp_codec::{ColorMode, MAX_DECODE_PIXELS, decode_jpeg};
+
+use gulp_io::{GulpDirectory, ReadMode, Selection};
 use gulp_test_support::counting_alloc::{Counting, ONE_AT_A_TIME, peak_during};
 
 #[global_allocator]
@@ -36,7 +36,7 @@ fn a_small_jpeg_claiming_a_huge_image_is_refused_before_allocating() {
         let jpeg = jpeg_claiming(h, w);
         let (result, peak) = peak_during(|| decode_jpeg(&jpeg, ColorMode::Auto));
         let err = result.unwrap_err();
-        assert!(matches!(err.kind(), ErrorKind::Decode { .. }), "{err}");
+        assert!(matches!(err, gulp_codec::Error::Decode { .. }), "{err}");
         // gulp's limit, or past 65500 per side libjpeg-turbo's own (16384
         // for zune-jpeg).
         let text = err.to_string();

@@ -10,10 +10,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use gulp_io::{
-    ColorMode, ErrorKind, FrameDecoder, GulpDirectory, JpegDecoder, ReadMode, Selection,
-    ZuneDecoder,
-};
+use gulp_codec::{ColorMode, FrameDecoder, JpegDecoder, ZuneDecoder};
+
+use gulp_io::{ErrorKind, GulpDirectory, ReadMode, Selection};
 
 use gulp_test_support::bad_corpus;
 use gulp_test_support::bad_manifest::{corpus_dir, expectations, files_under};

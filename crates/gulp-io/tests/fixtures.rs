@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_format::{JsonSerializer, Value};
-use gulp_io::{ColorMode, GulpDirectory, ReadMode, Selection, decode_jpeg};
+use gulp_io::{GulpDirectory, ReadMode, Selection};
 use sha2::{Digest, Sha256};
 
 /// Largest difference allowed between the pure-Rust build's decoding

@@ -79,7 +79,7 @@ fn jpeg_decode_regressions() {
 /// codec cropped and not, with zune-jpeg cropped.
 #[test]
 fn jpeg_decode_seeds_decode() {
-    use gulp_io::{Codec, decode_jpeg_into, read_header};
+    use gulp_codec::{Codec, decode_jpeg_into, read_header};
     let mut decoded = std::collections::BTreeSet::new();
     for (_, input) in committed_seeds("jpeg_decode") {
         let (mut options, crop, jpeg) = jpeg_options(&input);

@@ -8,10 +8,9 @@
 
 use std::path::Path;
 
+use gulp_codec::{Codec, DecodeOptions, decode_jpeg_with};
 use gulp_format::Value;
-use gulp_io::{
-    ChunkReader, ChunkWriter, Codec, DecodeOptions, ErrorKind, ReadMode, decode_jpeg_with,
-};
+use gulp_io::{ChunkReader, ChunkWriter, ErrorKind, ReadMode};
 
 /// Real frames: the committed test JPEGs, and in the default build frames
 /// encoded by gulp as gulpio2 writes them (4:4:4) and as videos are (4:2:0).
@@ -30,7 +29,7 @@ fn originals() -> Vec<(&'static str, Vec<u8>)> {
     ];
     #[cfg(feature = "turbojpeg")]
     {
-        use gulp_io::{Subsampling, encode_jpeg};
+        use gulp_codec::{Subsampling, encode_jpeg};
         let (w, h) = (64, 40);
         let pixels: Vec<u8> = (0..w * h * 3)
             .map(|i| ((i * 7 + (i / 191) * 13) % 251) as u8)

@@ -13,9 +13,9 @@
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use gulp_io::{
-    ChunkReader, ColorMode, DecodeOptions, GulpDirectory, JpegFrame, JpegHeader, Scale, Shape,
-};
+use gulp_codec::{ColorMode, DecodeOptions, JpegFrame, JpegHeader, Scale, Shape};
+
+use gulp_io::{ChunkReader, GulpDirectory};
 
 use crate::error::{Error, Result};
 use crate::measure::{self, THUMB};

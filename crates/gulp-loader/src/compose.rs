@@ -16,7 +16,7 @@ const SUBSET: u64 = 0x5355_4253; // "SUBS"
 const CLASSES: u64 = 0x434c_4153; // "CLAS"
 const WEIGHTS: u64 = 0x5745_4947; // "WEIG"
 
-gulp_io::choice!(Sampler, "sampler", {
+gulp_format::choice!(Sampler, "sampler", {
     Sampler::Uniform => "uniform",
     Sampler::Balanced => "balanced",
 });

@@ -92,4 +92,4 @@ pub use crate::transform::{
     CropMode, Geometry, RANDOM_RESIZED_RATIO, RANDOM_RESIZED_SCALE, Renderer, SizeForm, Spatial,
     parse_size, short_edge_rounded,
 };
-pub use gulp_io::Choice;
+pub use gulp_format::Choice;

@@ -1,7 +1,9 @@
 //! Everything a loader does, as one value: sampling, transforms, batches,
 //! order, threads, labels and targets, the sampler and segments.
 
-use gulp_io::{DecodeOptions, DirectoryOptions};
+use gulp_codec::DecodeOptions;
+
+use gulp_io::DirectoryOptions;
 
 use crate::compose::Sampler;
 use crate::error::{Error, Result};
@@ -24,7 +26,7 @@ pub enum OnError {
     Skip,
 }
 
-gulp_io::choice!(OnError, "on_error", { OnError::Raise => "raise", OnError::Skip => "skip" });
+gulp_format::choice!(OnError, "on_error", { OnError::Raise => "raise", OnError::Skip => "skip" });
 
 /// Where labels come from.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -168,7 +170,7 @@ impl LoaderOptions {
             spatial: Spatial {
                 resize: None,
                 size: Some((224, 224)),
-                crop: <crate::CropMode as gulp_io::Choice>::from_name("random_resized")
+                crop: <crate::CropMode as gulp_format::Choice>::from_name("random_resized")
                     .unwrap_or(crate::CropMode::Random),
                 flip: true,
             },

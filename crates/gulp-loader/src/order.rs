@@ -24,7 +24,7 @@ pub enum Shuffle {
 /// The chunks shuffled together by [`Shuffle::Chunks`] when not said.
 pub const CHUNK_WINDOW: usize = 4;
 
-impl gulp_io::Choice for Shuffle {
+impl gulp_format::Choice for Shuffle {
     const OPTION: &'static str = "shuffle";
     const NAMES: &'static [&'static str] = &["items", "chunks", "none"];
 
@@ -50,7 +50,7 @@ impl gulp_io::Choice for Shuffle {
     }
 }
 
-gulp_io::choice_from_str!(Shuffle);
+gulp_format::choice_from_str!(Shuffle);
 
 impl Shuffle {
     /// This shuffle with the chunk window `window`, when one is given:

@@ -85,7 +85,7 @@ impl Filter {
 /// The shape of an image: `height` rows of `width` pixels of `channels`
 /// interleaved samples (a C-ordered `H×W×C` array); the decoder's, so a
 /// decoded frame's shape is the resampler's input as it is.
-pub use gulp_io::Shape;
+pub use gulp_codec::Shape;
 
 /// The samples [`resample`] works on: `u8` (Pillow's 8-bit arithmetic) and
 /// `f64` (its floating-point arithmetic, unrounded).

@@ -39,7 +39,7 @@ pub enum Sampling {
     Frame(usize),
 }
 
-impl gulp_io::Choice for Sampling {
+impl gulp_format::Choice for Sampling {
     const OPTION: &'static str = "sampling";
     const NAMES: &'static [&'static str] = &["segments", "window", "uniform", "dense", "frame:K"];
 
@@ -68,7 +68,7 @@ impl gulp_io::Choice for Sampling {
     }
 }
 
-gulp_io::choice_from_str!(Sampling);
+gulp_format::choice_from_str!(Sampling);
 
 /// Where a clip is taken: at random (training) or as clip `index` of
 /// `count` placed evenly (evaluation).

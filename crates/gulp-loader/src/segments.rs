@@ -51,7 +51,7 @@ pub enum Unit {
     Seconds,
 }
 
-gulp_io::choice!(Unit, "unit", { Unit::Frames => "frames", Unit::Seconds => "seconds" });
+gulp_format::choice!(Unit, "unit", { Unit::Frames => "frames", Unit::Seconds => "seconds" });
 
 /// The meta key of an item's frame rate.
 pub const FPS_KEY: &str = "fps";

@@ -66,7 +66,7 @@ pub enum TargetKind {
     MultiHot,
 }
 
-gulp_io::choice!(TargetKind, "target_type", {
+gulp_format::choice!(TargetKind, "target_type", {
     TargetKind::Class => "class",
     TargetKind::Float => "float",
     TargetKind::MultiHot => "multi_hot",
@@ -182,7 +182,7 @@ impl PartialEq for Target {
     }
 }
 
-gulp_io::choice!(OnMissing, "on_missing", {
+gulp_format::choice!(OnMissing, "on_missing", {
     OnMissing::Raise => "raise",
     OnMissing::Skip => "skip",
 });

@@ -11,7 +11,7 @@
 
 use fast_image_resize::images::{Image as FirImage, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-use gulp_io::{Codec, ColorMode, Crop, DecodeOptions, JpegFrame, Scale};
+use gulp_codec::{Codec, ColorMode, Crop, DecodeOptions, JpegFrame, Scale};
 
 use crate::rng::Rng;
 
@@ -44,11 +44,11 @@ pub const RANDOM_RESIZED_SCALE: (f64, f64) = (0.08, 1.0);
 /// See [`RANDOM_RESIZED_SCALE`].
 pub const RANDOM_RESIZED_RATIO: (f64, f64) = (3.0 / 4.0, 4.0 / 3.0);
 
-impl gulp_io::Choice for CropMode {
+impl gulp_format::Choice for CropMode {
     const OPTION: &'static str = "crop";
     const NAMES: &'static [&'static str] = &["random", "center", "random_resized", "three", "none"];
 
-    /// A name of [`NAMES`](gulp_io::Choice::NAMES) (also `centre`);
+    /// A name of [`NAMES`](gulp_format::Choice::NAMES) (also `centre`);
     /// `random_resized` with torchvision's scale and ratio.
     fn from_name(text: &str) -> Option<CropMode> {
         match text {
@@ -75,7 +75,7 @@ impl gulp_io::Choice for CropMode {
     }
 }
 
-gulp_io::choice_from_str!(CropMode);
+gulp_format::choice_from_str!(CropMode);
 
 impl CropMode {
     /// Views of each clip this mode makes (3 for [`CropMode::Three`]).

@@ -11,7 +11,7 @@
 
 use fast_image_resize::images::{Image as FirImage, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-use gulp_io::{ColorMode, DecodeOptions, JpegFrame, decode_jpeg_with};
+use gulp_codec::{ColorMode, DecodeOptions, JpegFrame, decode_jpeg_with};
 use gulp_loader::{CropMode, Geometry, Renderer, Rng, Spatial, short_edge_rounded};
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 use proptest::prelude::*;

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_format::{JsonSerializer, Value};
-use gulp_io::{ChunkWriter, ColorMode, decode_jpeg};
+use gulp_io::ChunkWriter;
 use gulp_loader::{
     Amount, Compare, CropMode, ItemWeights, Loader, LoaderOptions, OnError, OnMissing, Order,
     Predicate, Sampler, Sampling, Segments, Shuffle, Source, Spatial, Target, TargetValues,

@@ -61,7 +61,7 @@ fn pixels(img: &Bound<'_, PyAny>) -> PyResult<Pixels> {
 fn pixels_to_py(py: Python<'_>, px: Pixels) -> PyResult<Bound<'_, PyAny>> {
     image_to_py(
         py,
-        gulp_io::Image {
+        gulp_codec::Image {
             height: px.height as usize,
             width: px.width as usize,
             channels: usize::from(px.channels),
@@ -117,7 +117,7 @@ pub(crate) fn decode_jpeg<'py>(
         color, dct_scale, min_size, region, dct, upsampling, strict, codec,
     )?;
     let image = py
-        .detach(|| gulp_io::decode_jpeg_with(data, &options))
+        .detach(|| gulp_codec::decode_jpeg_with(data, &options))
         .map_err(io_err)?;
     image_to_py(py, image)
 }
@@ -125,7 +125,8 @@ pub(crate) fn decode_jpeg<'py>(
 /// `(height, width, channels)` from a JPEG's header.
 #[pyfunction]
 pub(crate) fn jpeg_header(data: &[u8]) -> PyResult<(usize, usize, usize)> {
-    let h = gulp_io::read_header(data, gulp_io::DecodeOptions::default().codec).map_err(io_err)?;
+    let h = gulp_codec::read_header(data, gulp_codec::DecodeOptions::default().codec)
+        .map_err(io_err)?;
     Ok((h.height, h.width, if h.gray { 1 } else { 3 }))
 }
 

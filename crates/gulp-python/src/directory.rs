@@ -3,11 +3,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use gulp_codec::{Codec, Crop, DecodeOptions, Image, Scale, Shape};
+use gulp_format::Choice;
 use gulp_format::{FrameInfo, ItemMeta};
-use gulp_io::{
-    CacheChoice, CacheFetch, CacheOptions, Choice, ChunkReader, Codec, Crop, DecodeOptions,
-    GulpDirectory, Image, ReadMode, Scale, Shape,
-};
+use gulp_io::{CacheChoice, CacheFetch, CacheOptions, ChunkReader, GulpDirectory, ReadMode};
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
 use pyo3::prelude::*;
@@ -246,7 +245,7 @@ impl Directory {
     fn locate(&self, py: Python<'_>, id: &str) -> PyResult<(&ChunkReader, usize, ItemMeta)> {
         py.detach(|| {
             let (chunk, item) = self.inner.read_item(id)?;
-            Ok((self.inner.data_reader(chunk)?, chunk, item))
+            Ok::<_, gulp_io::Error>((self.inner.data_reader(chunk)?, chunk, item))
         })
         .map_err(io_err)
     }

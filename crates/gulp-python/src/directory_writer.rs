@@ -25,9 +25,9 @@ pub(crate) struct DirectoryWriter {
 }
 
 /// A name of one of gulp-ingest's options, parsed there.
-fn choice<T: std::str::FromStr<Err = gulp_io::UnknownChoice>>(name: &str) -> PyResult<T> {
+fn choice<T: std::str::FromStr<Err = gulp_format::UnknownChoice>>(name: &str) -> PyResult<T> {
     name.parse()
-        .map_err(|e: gulp_io::UnknownChoice| Class::Invalid.err(e.to_string()))
+        .map_err(|e: gulp_format::UnknownChoice| Class::Invalid.err(e.to_string()))
 }
 
 impl DirectoryWriter {

@@ -78,8 +78,10 @@ fn io_class(e: &std::io::Error) -> Class {
     }
 }
 
-/// A `gulp_io` error as a Python exception.
-pub(crate) fn io_err(e: gulp_io::Error) -> PyErr {
+/// A `gulp_io` error (or a codec's, which converts to one) as a Python
+/// exception.
+pub(crate) fn io_err(e: impl Into<gulp_io::Error>) -> PyErr {
+    let e: gulp_io::Error = e.into();
     let class = match e.kind() {
         ErrorKind::Io { source, .. } => io_class(source),
         ErrorKind::Meta { .. } | ErrorKind::Record { .. } => Class::Format,

@@ -102,7 +102,7 @@ pub(crate) fn ingest<'py>(
             frame_rate,
             subsampling: subsampling
                 .parse()
-                .map_err(|e: gulp_io::UnknownChoice| Class::Invalid.err(e.to_string()))?,
+                .map_err(|e: gulp_format::UnknownChoice| Class::Invalid.err(e.to_string()))?,
             audio: audio.then_some(AudioRequest {
                 sample_rate: audio_rate,
                 channels: audio_channels,

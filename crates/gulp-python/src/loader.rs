@@ -9,8 +9,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use gulp_codec::{Codec, Dct, DecodeOptions};
+use gulp_format::Choice;
 use gulp_format::Value;
-use gulp_io::{Choice, Codec, Dct, DecodeOptions, GulpDirectory};
+use gulp_io::GulpDirectory;
 use gulp_loader::{
     Amount, AudioOptions, Batch, Batches, Bounds, Compare, CropMode, GivenRanks, ItemFilter,
     ItemFn, ItemWeights, Labels, Launch, Launcher, Loader as RustLoader, LoaderOptions, OnError,
@@ -62,7 +64,7 @@ impl<'py, T: Choice> FromPyObject<'_, 'py> for Named<T> {
             Class::Invalid.err(format!(
                 "{} must be one of {}, not {}",
                 T::OPTION,
-                gulp_io::quoted(T::NAMES),
+                gulp_format::quoted(T::NAMES),
                 ob.repr().map_or_else(|_| "?".into(), |r| r.to_string())
             ))
         })?;
@@ -1054,7 +1056,7 @@ pub(crate) fn option_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>>
     add::<Unit>(&d)?;
     add::<Dct>(&d)?;
     add::<Codec>(&d)?;
-    add::<gulp_io::ColorMode>(&d)?;
-    add::<gulp_io::Upsampling>(&d)?;
+    add::<gulp_codec::ColorMode>(&d)?;
+    add::<gulp_codec::Upsampling>(&d)?;
     Ok(d)
 }

@@ -30,7 +30,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use gulp_io::Shape;
+use gulp_codec::Shape;
 #[cfg(target_os = "linux")]
 use memmap2::{Advice, RemapOptions};
 use memmap2::{MmapMut, MmapOptions};

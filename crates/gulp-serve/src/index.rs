@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
+use gulp_codec::Codec;
 use gulp_format::Value;
-use gulp_io::{Codec, GulpDirectory, LabelIndex};
+use gulp_io::{GulpDirectory, LabelIndex};
 
 /// No class: the item's meta has no label.
 pub(crate) const NO_CLASS: u32 = u32::MAX;
@@ -236,7 +237,7 @@ impl Served {
     fn first_frame_dims(&self, chunk: usize, id: &str) -> Option<(usize, usize)> {
         let reader = self.dir.reader(chunk).ok()?;
         let jpeg = reader.frame(id, 0).ok()?;
-        let header = gulp_io::read_header(&jpeg, Codec::default()).ok()?;
+        let header = gulp_codec::read_header(&jpeg, Codec::default()).ok()?;
         Some((header.width, header.height))
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use base64::Engine;
-use gulp_io::Image;
+use gulp_codec::Image;
 use gulp_loader::{CropMode, Loader, LoaderOptions, Order, Sampling, Spatial};
 use serde::Deserialize;
 

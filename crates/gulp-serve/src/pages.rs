@@ -599,7 +599,7 @@ fn render_item(n: usize, served: &Served, id: &str, others: &[(usize, String)]) 
         let dims = reader
             .frame(id, k)
             .ok()
-            .and_then(|jpeg| gulp_io::read_header(&jpeg, gulp_io::Codec::default()).ok())
+            .and_then(|jpeg| gulp_codec::read_header(&jpeg, gulp_codec::Codec::default()).ok())
             .map_or("unreadable".to_owned(), |h| {
                 format!("{}×{}", h.width, h.height)
             });

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use gulp_io::{ColorMode, DecodeOptions, Image, Scale};
+use gulp_codec::{ColorMode, DecodeOptions, Image, Scale};
 use jpeg_encoder::{ColorType, Encoder};
 
 /// The short edge of a thumbnail, in pixels.
@@ -83,7 +83,7 @@ pub(crate) fn thumbnail(jpeg: &[u8]) -> Result<Vec<u8>, String> {
         strict: false,
         ..DecodeOptions::default()
     };
-    let image = gulp_io::decode_jpeg_with(jpeg, &options).map_err(|e| e.to_string())?;
+    let image = gulp_codec::decode_jpeg_with(jpeg, &options).map_err(|e| e.to_string())?;
     let image = shrink(image);
     encode(&image)
 }

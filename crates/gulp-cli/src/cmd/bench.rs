@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use gulp_io::{Choice, Codec, Crop, DecodeOptions, JpegFrame, Scale};
+use gulp_codec::{Codec, Crop, DecodeOptions, JpegFrame, Scale};
+use gulp_format::Choice;
 use serde::Serialize;
 
 use crate::Outcome;
@@ -516,7 +517,7 @@ mod tests {
         let err = Cli::try_parse_from(["gulp", "bench", "d", "--loader", "--crop", "diagonal"])
             .expect_err("unknown crop");
         // The names come from the loader's one list.
-        for name in <gulp_loader::CropMode as gulp_io::Choice>::NAMES {
+        for name in <gulp_loader::CropMode as gulp_format::Choice>::NAMES {
             assert!(err.to_string().contains(&format!("'{name}'")), "{err}");
         }
     }

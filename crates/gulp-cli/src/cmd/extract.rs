@@ -4,9 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use gulp_codec::{Image, JpegDecoder, decode_batch};
 use gulp_format::Audio;
 use gulp_io::audio::{wav_data_len, wav_header};
-use gulp_io::{ChunkReader, Image, JpegDecoder, Selection, decode_batch};
+use gulp_io::{ChunkReader, Selection};
 
 use crate::Outcome;
 use crate::cli::{ExtractArgs, ImageFormatArg};

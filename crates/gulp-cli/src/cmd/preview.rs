@@ -13,9 +13,10 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use gulp_codec::{ColorMode, DecodeOptions, decode_jpeg_with};
 use gulp_format::Value;
 use gulp_ingest::Pixels;
-use gulp_io::{ColorMode, DecodeOptions, Selection, decode_jpeg_with};
+use gulp_io::Selection;
 use image::{Rgb, RgbImage};
 
 use crate::Outcome;
@@ -92,7 +93,7 @@ fn label_of(meta: &Value) -> Option<String> {
 
 /// One frame resized by its short edge to `size` (gulp's ingest resizer).
 pub fn tile(
-    image: gulp_io::Image,
+    image: gulp_codec::Image,
     size: u32,
     resizer: &mut fast_image_resize::Resizer,
 ) -> Result<RgbImage> {

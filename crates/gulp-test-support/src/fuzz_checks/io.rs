@@ -10,14 +10,17 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use gulp_codec::{
+    Codec, ColorMode, Crop, Dct, DecodeOptions, MAX_DECODE_PIXELS, Scale, Upsampling,
+    decode_jpeg_into, decode_jpeg_with, read_header,
+};
 use gulp_format::{
     ChunkFile, ChunkMeta, FrameInfo, MetaFormat, TEMP_PREFIX, Value, parse_chunk_file_name,
     read_meta,
 };
 use gulp_io::{
-    ChunkReader, ChunkWriter, Codec, ColorMode, Crop, Dct, DecodeOptions, DirectoryWarning, Error,
-    ErrorKind, GulpDirectory, MAX_DECODE_PIXELS, ReadMode, Scale, Selection, Upsampling,
-    decode_jpeg_into, decode_jpeg_with, read_header,
+    ChunkReader, ChunkWriter, DirectoryWarning, Error, ErrorKind, GulpDirectory, ReadMode,
+    Selection,
 };
 
 use crate::trailer::{seal, unseal};
@@ -878,16 +881,16 @@ pub fn check_jpeg_decode(input: &[u8]) {
     }
 }
 
-fn assert_decode_error(e: &Error, what: &str) {
+fn assert_decode_error(e: &gulp_codec::Error, what: &str) {
     assert!(
-        matches!(e.kind(), ErrorKind::Decode { .. }),
+        matches!(e, gulp_codec::Error::Decode { .. }),
         "{what}: not a decode error: {e}"
     );
 }
 
 /// `result` is a `Decode` error; then the known-good JPEG still decodes.
 fn expect_decode_error<T: std::fmt::Debug>(
-    result: &Result<T, Error>,
+    result: &Result<T, gulp_codec::Error>,
     options: &DecodeOptions,
     what: &str,
 ) {

@@ -6,9 +6,9 @@
 #![cfg(feature = "turbojpeg")]
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 
-use gulp_io::{
-    Codec, ColorMode, Crop, Dct, DecodeOptions, ErrorKind, Image, JpegFrame, Scale, Shape,
-    Subsampling, Upsampling, decode_jpeg_into, decode_jpeg_with, encode_jpeg, read_header, scaled,
+use gulp_codec::{
+    Codec, ColorMode, Crop, Dct, DecodeOptions, Image, JpegFrame, Scale, Shape, Subsampling,
+    Upsampling, decode_jpeg_into, decode_jpeg_with, encode_jpeg, read_header, scaled,
 };
 
 /// A frame with what makes real ones hard: smooth gradients, hard edges
@@ -244,7 +244,7 @@ fn a_crop_outside_the_scaled_frame_is_refused() {
                 continue;
             }
             let err = decode_jpeg_with(&jpeg, &options).unwrap_err();
-            assert!(matches!(err.kind(), ErrorKind::Decode { .. }), "{err}");
+            assert!(matches!(err, gulp_codec::Error::Decode { .. }), "{err}");
             assert!(err.to_string().contains("crop"), "{err}");
         }
     }
@@ -285,7 +285,7 @@ fn decoding_into_a_buffer_writes_its_start_and_refuses_a_short_one() {
         let mut short = vec![0u8; w * h * 3 - 1];
         let err =
             decode_jpeg_into(&jpeg, &DecodeOptions { codec, ..options }, &mut short).unwrap_err();
-        assert!(matches!(err.kind(), ErrorKind::Decode { .. }), "{err}");
+        assert!(matches!(err, gulp_codec::Error::Decode { .. }), "{err}");
     }
 }
 
@@ -383,7 +383,7 @@ fn strict_decoding_refuses_a_truncated_frame_lenient_decoding_does_not() {
     let good = decode(&jpeg, &DecodeOptions::default());
     let short = &jpeg[..jpeg.len() * 2 / 3];
     let err = decode_jpeg_with(short, &DecodeOptions::default()).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Decode { .. }), "{err}");
+    assert!(matches!(err, gulp_codec::Error::Decode { .. }), "{err}");
     assert!(err.to_string().contains("Premature end"), "{err}");
     let lenient = DecodeOptions {
         strict: false,
@@ -427,7 +427,7 @@ fn a_stream_without_a_frame_header_never_takes_the_previous_size() {
                 decode(&jpeg, &options);
                 assert!(read_header(bad, codec).is_err(), "{codec:?} {bad:02x?}");
                 let err = decode_jpeg_with(bad, &options).unwrap_err();
-                assert!(matches!(err.kind(), ErrorKind::Decode { .. }), "{err}");
+                assert!(matches!(err, gulp_codec::Error::Decode { .. }), "{err}");
             }
         }
     }

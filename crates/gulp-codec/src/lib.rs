@@ -4,10 +4,14 @@
 //! The codec is libjpeg-turbo (cargo feature `turbojpeg`, on by default),
 //! with zune-jpeg as the pure-Rust alternative ([`Codec`]).
 //!
-//! This module is the decoding API; each codec is a submodule (`zune`,
+//! This crate's root is the decoding API; each codec is a module (`zune`,
 //! `turbo`), `encode` encodes with libjpeg-turbo, and `ffi` is the
-//! TurboJPEG binding, the codec's only `unsafe` code.
+//! TurboJPEG binding, the codec's only `unsafe` code. Reading frames from a
+//! gulp directory is `gulp_io`'s; it adds to a decoding error where the
+//! frame is.
+#![deny(unsafe_code)]
 
+mod error;
 mod zune;
 
 #[cfg(feature = "turbojpeg")]
@@ -24,7 +28,7 @@ use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
 use zune_jpeg::JpegDecoder as ZuneJpeg;
 
-use crate::error::{ErrorKind, Result};
+pub use crate::error::{Error, Result};
 
 #[cfg(feature = "turbojpeg")]
 pub use self::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
@@ -36,7 +40,7 @@ pub use self::encode::{Subsampling, encode_jpeg, encode_yuv_planes};
 /// decoder allocates for that size before it reads the scan data: without a
 /// limit, a frame of a few hundred bytes claiming 16000 × 16000 pixels makes
 /// the decoder allocate 768 MB (and spend seconds filling it). Larger frames
-/// are refused with a [`Decode`](crate::ErrorKind::Decode) error; video
+/// are refused with a [`Decode`](Error::Decode) error; video
 /// frames for training are far smaller.
 pub const MAX_DECODE_PIXELS: usize = 1 << 26;
 
@@ -125,15 +129,15 @@ pub enum Upsampling {
     Smooth,
 }
 
-crate::choice!(ColorMode, "color", {
+gulp_format::choice!(ColorMode, "color", {
     ColorMode::Auto => "auto",
     ColorMode::Rgb => "rgb" | "RGB",
     ColorMode::Gray => "gray" | "grey" | "Gray" | "L",
 });
 
-crate::choice!(Dct, "dct", { Dct::Fast => "fast", Dct::Accurate => "accurate" });
+gulp_format::choice!(Dct, "dct", { Dct::Fast => "fast", Dct::Accurate => "accurate" });
 
-crate::choice!(Upsampling, "upsampling", {
+gulp_format::choice!(Upsampling, "upsampling", {
     Upsampling::Fast => "fast",
     Upsampling::Smooth => "smooth",
 });
@@ -242,7 +246,7 @@ impl Default for Codec {
     }
 }
 
-crate::choice!(Codec, "codec", {
+gulp_format::choice!(Codec, "codec", {
     Codec::LibjpegTurbo => "libjpeg-turbo" | "turbo",
     Codec::Zune => "zune" | "zune-jpeg",
 });
@@ -333,15 +337,15 @@ fn channels(color: ColorMode, gray: bool) -> usize {
     }
 }
 
-fn fail(reason: impl Into<String>) -> crate::Error {
-    ErrorKind::Decode {
-        at: String::new(),
+fn fail(reason: impl Into<String>) -> Error {
+    Error::Decode {
         reason: reason.into(),
     }
-    .into()
 }
 
-pub(crate) fn check_size(width: usize, height: usize) -> Result<()> {
+/// Refuses an image of no pixels or of more than [`MAX_DECODE_PIXELS`]:
+/// checked on the header, before anything is allocated for the pixels.
+pub fn check_size(width: usize, height: usize) -> Result<()> {
     if width == 0 || height == 0 {
         return Err(fail(format!("image of {width}x{height} pixels")));
     }
@@ -415,9 +419,9 @@ pub fn decode_jpeg_with(jpeg: &[u8], options: &DecodeOptions) -> Result<Image> {
 /// with zune-jpeg it is [`read_header`] then [`decode_jpeg_into`].
 ///
 /// ```
-/// # fn main() -> gulp_io::Result<()> {
+/// # fn main() -> gulp_codec::Result<()> {
 /// # let jpeg = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/noise-24x16.jpg")).unwrap();
-/// use gulp_io::{Crop, DecodeOptions, JpegFrame};
+/// use gulp_codec::{Crop, DecodeOptions, JpegFrame};
 /// let mut frame = JpegFrame::new(&jpeg, DecodeOptions::default().codec)?;
 /// let (w, h) = (frame.header().width, frame.header().height);
 /// let options = DecodeOptions {
@@ -661,5 +665,31 @@ mod turbo {
         _: &mut [u8],
     ) -> Result<Shape> {
         match *opened {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gulp_format::Choice;
+
+    fn round_trips<T: Choice + PartialEq + std::fmt::Debug>() {
+        for name in T::NAMES {
+            let value = T::from_name(name).expect("a listed name parses");
+            assert_eq!(value.name(), *name);
+        }
+        let err = T::parse_choice("no-such-value").expect_err("unknown");
+        for name in T::NAMES {
+            assert!(err.to_string().contains(&format!("'{name}'")), "{err}");
+        }
+    }
+
+    #[test]
+    fn every_listed_name_parses_and_errors_list_them_all() {
+        round_trips::<Dct>();
+        round_trips::<Upsampling>();
+        round_trips::<ColorMode>();
+        round_trips::<Codec>();
+        assert_eq!("grey".parse::<ColorMode>(), Ok(ColorMode::Gray));
     }
 }

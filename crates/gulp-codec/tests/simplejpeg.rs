@@ -1,6 +1,6 @@
 //! gulp encodes a frame to the very bytes gulpio2 writes (its
 //! `img_to_jpeg_bytes`: simplejpeg, quality 90, 4:4:4, which is libjpeg-turbo's
-//! fast DCT: see `set_compress_params` in src/codec/ffi.rs), and
+//! fast DCT: see `set_compress_params` in src/ffi.rs), and
 //! decodes gulpio2's JPEGs to the very pixels gulpio2 reads
 //! (`jpeg_bytes_to_img`: fast DCT, fast upsampling). Runs gulpio2 from the
 //! compatibility venv (`GULP_PYTHON`, set by scripts/test.sh).
@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use gulp_io::{Subsampling, decode_jpeg, encode_jpeg};
+use gulp_codec::{Subsampling, decode_jpeg, encode_jpeg};
 
 const SCRIPT: &str = r#"
 import sys, numpy as np
@@ -102,7 +102,7 @@ fn frames_encode_to_gulpio2s_bytes_and_decode_to_its_pixels() {
             theirs.len()
         );
         let decoded = std::fs::read(dir.join(format!("{name}.decoded"))).unwrap();
-        let image = decode_jpeg(&theirs, gulp_io::ColorMode::Auto).unwrap();
+        let image = decode_jpeg(&theirs, gulp_codec::ColorMode::Auto).unwrap();
         assert_eq!((image.width, image.height, image.channels), (*w, *h, *c));
         assert!(image.pixels == decoded, "{name}: decoded pixels differ");
     }

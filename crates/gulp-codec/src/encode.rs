@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use super::ffi::{self as tj, Handle, PixelFormat};
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// Chroma subsampling of an encoded colour JPEG (gray images have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,8 +49,8 @@ fn with_compressor<T>(
     })
 }
 
-fn encode_error(e: tj::Failure) -> crate::Error {
-    ErrorKind::Encode { reason: e.message }.into()
+fn encode_error(e: tj::Failure) -> Error {
+    Error::Encode { reason: e.message }
 }
 
 /// Encodes `height` rows of `width` pixels of `channels` (1: gray, 3: RGB)
@@ -67,10 +67,9 @@ pub fn encode_jpeg(
         1 => PixelFormat::Gray,
         3 => PixelFormat::Rgb,
         n => {
-            return Err(ErrorKind::Encode {
+            return Err(Error::Encode {
                 reason: format!("{n} channels (1 or 3 are encoded)"),
-            }
-            .into());
+            });
         }
     };
     with_compressor(|h| h.compress(pixels, format, (width, height), quality, subsampling.raw()))
