@@ -45,5 +45,5 @@ scripts/ci/slurm-test.sh
 scripts/ci/s3-test.sh
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
-cargo nextest run -p gulp-codec -p gulp-io -p gulp-ingest -p gulp-loader --no-default-features --no-fail-fast
+cargo nextest run -p gulp-codec -p gulp-store -p gulp-io -p gulp-ingest -p gulp-loader --no-default-features --no-fail-fast
 cargo nextest run --workspace --no-fail-fast

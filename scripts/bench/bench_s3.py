@@ -134,7 +134,7 @@ def pin_server(pids: list[int], cores: list[int]) -> None:
 
 def upload(local: Path, url: str) -> None:
     """The files of `local` to the prefix `url` (the s3_put example)."""
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-io", "--example",
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "gulp-store", "--example",
                     "s3_put"], check=True, cwd=ROOT)
     subprocess.run([str(ROOT / "target" / "release" / "examples" / "s3_put"), str(local), url],
                    check=True)

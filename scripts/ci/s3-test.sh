@@ -15,7 +15,7 @@ log() { echo "s3-test.sh: $*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
 
 cargo build --release -q -p gulp-cli
-cargo build --release -q -p gulp-io --example s3_put
+cargo build --release -q -p gulp-store --example s3_put
 target="${CARGO_TARGET_DIR:-$root/target}"
 GULP="$target/release/gulp"
 PUT="$target/release/examples/s3_put"

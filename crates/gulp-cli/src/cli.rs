@@ -42,15 +42,15 @@ pub struct CacheArgs {
     /// What the cache fetches of data objects: auto (the ranges read; whole chunks read again
     /// when the cache holds the directory), chunks (whole), ranges (default: $GULP_CACHE_FETCH,
     /// else auto).
-    #[arg(long, global = true, value_name = "POLICY", value_parser = ChoiceParser::<gulp_io::CacheFetch>::new())]
-    pub cache_fetch: Option<gulp_io::CacheFetch>,
+    #[arg(long, global = true, value_name = "POLICY", value_parser = ChoiceParser::<gulp_store::CacheFetch>::new())]
+    pub cache_fetch: Option<gulp_store::CacheFetch>,
     /// Read s3:// directories without the cache, whatever $GULP_CACHE_DIR says.
     #[arg(long, global = true, conflicts_with_all = ["cache_dir", "cache_limit", "cache_fetch"])]
     pub no_cache: bool,
 }
 
 fn parse_bytes(text: &str) -> Result<u64, String> {
-    gulp_io::parse_byte_size(text)
+    gulp_store::parse_byte_size(text)
         .ok_or_else(|| format!("{text:?} is not a size (e.g. 500G, 20GiB, 1048576)"))
 }
 

@@ -22,7 +22,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use gulp_io::{CacheOptions, DirectoryOptions, GulpDirectory};
+use gulp_io::{DirectoryOptions, GulpDirectory};
+use gulp_store::CacheOptions;
 
 use crate::Outcome;
 use crate::cli::{CacheArgs, Command};

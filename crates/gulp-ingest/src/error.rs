@@ -201,3 +201,11 @@ impl Error {
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A store's error (an object or a file of the output or of a shard), as
+/// `gulp_io` reports it.
+impl From<gulp_store::Error> for Error {
+    fn from(e: gulp_store::Error) -> Error {
+        Error::Gulp(e.into())
+    }
+}

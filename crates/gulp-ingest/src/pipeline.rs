@@ -291,7 +291,7 @@ pub fn ingest(
     // and uploaded when committed (data, then meta: the meta is the commit,
     // as locally). Several writers of one prefix are told apart only by
     // their chunks (--shard), so there is no lock and no plan file there.
-    let remote = gulp_io::is_remote(output);
+    let remote = gulp_store::is_remote(output);
     // The staging directory is removed at the end; one that a killed run
     // left is removed by the next run (see `staging`).
     let staging = if remote {
@@ -1080,11 +1080,11 @@ impl Run<'_> {
 /// Uploads a local file to an object-store URL.
 fn publish_file(local: &Path, url: &Path) -> Result<()> {
     #[cfg(feature = "s3")]
-    return Ok(gulp_io::remote::upload_file(local, url)?);
+    return Ok(gulp_store::s3::upload_file(local, url)?);
     #[cfg(not(feature = "s3"))]
     {
         let _ = local;
-        Err(gulp_io::Error::no_object_store(url).into())
+        Err(gulp_store::Error::no_object_store(url).into())
     }
 }
 

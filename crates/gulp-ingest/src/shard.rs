@@ -240,7 +240,7 @@ impl Plan {
     /// way.
     pub fn read(dir: &Path) -> Result<Option<Plan>> {
         let path = dir.join(PLAN_FILE);
-        match gulp_io::read_optional(&path)? {
+        match gulp_store::read_optional(&path)? {
             Some(bytes) => Plan::parse(&bytes, &path).map(Some),
             None => Ok(None),
         }
@@ -249,7 +249,7 @@ impl Plan {
     /// Records this plan in `dir`, or checks it against the one there.
     fn join(&self, dir: &Path, shard: Shard) -> Result<()> {
         let path = dir.join(PLAN_FILE);
-        if gulp_io::is_remote(dir) {
+        if gulp_store::is_remote(dir) {
             // No atomic create in a bucket: the first plan seen is kept, and
             // a task that wrote it reads it back like the others.
             if Plan::read(dir)?.is_none() {
@@ -326,7 +326,7 @@ impl TaskLock {
     /// Takes task `shard`'s locks in `dir` (the plan is joined later, by
     /// [`join`](Self::join), once the task knows it has work to do).
     pub(crate) fn take(dir: &Path, shard: Shard, plan: Plan) -> Result<TaskLock> {
-        let locks = if gulp_io::is_remote(dir) {
+        let locks = if gulp_store::is_remote(dir) {
             None
         } else {
             Some(Locks::take(dir, shard)?)
@@ -435,9 +435,9 @@ impl TaskLock {
 
 /// Removes a file or object that may be gone already.
 fn gone(path: &Path) -> Result<()> {
-    if gulp_io::is_remote(path) {
+    if gulp_store::is_remote(path) {
         #[cfg(feature = "s3")]
-        return Ok(gulp_io::remote::remove(path)?);
+        return Ok(gulp_store::s3::remove(path)?);
     }
     match fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", path, e)),
@@ -448,11 +448,11 @@ fn gone(path: &Path) -> Result<()> {
 /// Writes a whole object.
 fn put(url: &Path, bytes: Vec<u8>) -> Result<()> {
     #[cfg(feature = "s3")]
-    return Ok(gulp_io::remote::write(url, bytes)?);
+    return Ok(gulp_store::s3::write(url, bytes)?);
     #[cfg(not(feature = "s3"))]
     {
         let _ = bytes;
-        Err(gulp_io::Error::no_object_store(url).into())
+        Err(gulp_store::Error::no_object_store(url).into())
     }
 }
 
@@ -460,10 +460,10 @@ fn put(url: &Path, bytes: Vec<u8>) -> Result<()> {
 /// (their done files).
 pub fn finished_tasks(dir: &Path, count: usize) -> Result<Vec<bool>> {
     let name = |index| Shard { index, count }.name("done");
-    if gulp_io::is_remote(dir) {
+    if gulp_store::is_remote(dir) {
         #[cfg(feature = "s3")]
         {
-            let listed: std::collections::HashSet<String> = gulp_io::remote::list(dir)?
+            let listed: std::collections::HashSet<String> = gulp_store::s3::list(dir)?
                 .into_iter()
                 .map(|l| l.name)
                 .collect();

@@ -169,7 +169,7 @@ impl WriterBuilder {
                 self.frames.quality
             )));
         }
-        if gulp_io::is_remote(dir) {
+        if gulp_store::is_remote(dir) {
             return Err(Error::Options(format!(
                 "{}: the writer writes local directories (write locally, then copy, or use `gulp ingest` into a bucket)",
                 dir.display()

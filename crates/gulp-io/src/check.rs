@@ -230,7 +230,7 @@ pub fn check_directory(
         checker.run(&mut seen);
     }
     drop(seen);
-    if report.is_clean() && !crate::storage::is_remote(dir) {
+    if report.is_clean() && !gulp_store::is_remote(dir) {
         check_index_file(dir, &mut report);
     }
     Ok(report)
@@ -298,8 +298,7 @@ fn list_chunks(
     let mut data = BTreeMap::new();
     let mut meta = BTreeMap::new();
     let mut others = Vec::new();
-    let entries =
-        crate::storage::list_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let entries = gulp_store::list_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
     for entry in entries {
         let (name, path) = (entry.name.as_str(), entry.path);
         match parse_chunk_file_name(name) {
@@ -414,7 +413,7 @@ impl ChunkChecker<'_> {
     }
 
     fn run(&mut self, seen: &mut HashMap<String, Arc<Path>>) {
-        let data_len = match crate::storage::file_len(self.data_path) {
+        let data_len = match gulp_store::file_len(self.data_path) {
             Ok(len) => Some(len),
             Err(e) => {
                 let problem = Problem::file(
@@ -498,7 +497,7 @@ impl ChunkChecker<'_> {
     /// Reads and parses the meta file; `None` (after reporting) if it cannot
     /// be used.
     fn load_meta(&mut self) -> Option<ChunkMeta> {
-        let bytes = match crate::storage::read(self.meta_path) {
+        let bytes = match gulp_store::read(self.meta_path) {
             Ok(bytes) => bytes,
             Err(e) => {
                 let problem = Problem::file(

@@ -15,13 +15,13 @@ use gulp_format::{
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::cache::{Cache, CacheChoice, CacheFetch, CacheOptions, RangeStore};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index_file::{IndexPolicy, IndexState, is_index_temp};
 use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
-use crate::storage::Source;
+use gulp_store::StoredFile;
+use gulp_store::cache::{Cache, CacheChoice, CacheFetch, CacheOptions, RangeStore};
 
 /// One chunk of a directory: its number, its files, its ids and, once
 /// something needs it, its parsed meta.
@@ -39,9 +39,9 @@ pub struct ChunkEntry {
     /// The meta file.
     pub meta_path: PathBuf,
     /// How to read the data file (through the node cache, for an object).
-    data: Source,
+    data: StoredFile,
     /// How to read the meta file.
-    meta_source: Source,
+    meta_source: StoredFile,
     index: MetaIndex,
     meta: OnceLock<Arc<ChunkMeta>>,
     /// Held while the meta is parsed, so that it is parsed once.
@@ -405,7 +405,7 @@ pub struct GulpDirectory {
     mode: ReadMode,
     cache: Option<Arc<Cache>>,
     /// The directory's `label2idx.json`, if its listing had one.
-    labels: Option<Source>,
+    labels: Option<StoredFile>,
 }
 
 /// How a directory is opened ([`GulpDirectory::options`]): the read mode
@@ -450,7 +450,7 @@ impl DirectoryOptions {
     /// Opens `dir`.
     pub fn open(&self, dir: impl AsRef<Path>) -> Result<GulpDirectory> {
         let dir = dir.as_ref();
-        let cache = if crate::storage::is_remote(dir) {
+        let cache = if gulp_store::is_remote(dir) {
             let options = match &self.cache {
                 CacheChoice::FromEnv => CacheOptions::from_env()?,
                 CacheChoice::Off => None,
@@ -507,8 +507,7 @@ impl GulpDirectory {
     /// directory without one); then no meta file is read.
     pub fn refresh_index(dir: &Path, items: usize) -> Result<bool> {
         let policy = IndexPolicy::from_env()?;
-        if matches!(policy, IndexPolicy::Off | IndexPolicy::Read) || crate::storage::is_remote(dir)
-        {
+        if matches!(policy, IndexPolicy::Off | IndexPolicy::Read) || gulp_store::is_remote(dir) {
             return Ok(false);
         }
         if !dir.join(gulp_format::INDEX_FILE).is_file() && !policy.writes(items) {
@@ -534,7 +533,7 @@ impl GulpDirectory {
             max_chunk_seen,
         } = list_chunks(&dir, &cache)?;
         let fetch = fetch_policy(cache.as_deref(), &pairs);
-        let local = !crate::storage::is_remote(&dir)
+        let local = !gulp_store::is_remote(&dir)
             && pairs
                 .iter()
                 .all(|(_, d, m)| d.object.is_none() && m.object.is_none());
@@ -647,7 +646,7 @@ impl GulpDirectory {
     /// [`index_state`](Self::index_state) whatever the policy the
     /// directory was opened with (`None` for a remote directory).
     pub fn index_state_now(&self) -> Option<IndexState> {
-        if self.chunks.iter().any(ChunkEntry::is_remote) || crate::storage::is_remote(&self.dir) {
+        if self.chunks.iter().any(ChunkEntry::is_remote) || gulp_store::is_remote(&self.dir) {
             return None;
         }
         let stamps = self.stamps_now().ok()?;
@@ -656,7 +655,7 @@ impl GulpDirectory {
 
     /// The stamps of the chunks' files as they are now (local chunks).
     fn stamps_now(&self) -> Result<Vec<ChunkStamp>> {
-        let pairs: Vec<(u64, Source, Source)> = self
+        let pairs: Vec<(u64, StoredFile, StoredFile)> = self
             .chunks
             .iter()
             .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
@@ -997,7 +996,7 @@ fn build_shard(
 /// Reads the ids of every meta file on all cores, with the hash of each id;
 /// the first error in chunk order wins.
 fn read_indices(
-    pairs: &[(u64, Source, Source)],
+    pairs: &[(u64, StoredFile, StoredFile)],
     hasher: &foldhash::fast::RandomState,
 ) -> Result<Vec<(MetaIndex, Vec<u64>)>> {
     // Each thread reads every file into one buffer of its own, which keeps
@@ -1022,9 +1021,9 @@ fn read_indices(
 /// numeric order, warnings (orphans, temporary files), its label file, the
 /// largest chunk number seen.
 struct Listed {
-    pairs: Vec<(u64, Source, Source)>,
+    pairs: Vec<(u64, StoredFile, StoredFile)>,
     warnings: Vec<DirectoryWarning>,
-    labels: Option<Source>,
+    labels: Option<StoredFile>,
     max_chunk_seen: Option<u64>,
 }
 
@@ -1035,8 +1034,8 @@ fn list_chunks(dir: &Path, cache: &Option<Arc<Cache>>) -> Result<Listed> {
     let mut meta = HashMap::new();
     let mut warnings = Vec::new();
     let mut labels = None;
-    for entry in crate::storage::list_dir(dir)? {
-        let source = Source {
+    for entry in gulp_store::list_dir(dir)? {
+        let source = StoredFile {
             path: entry.path,
             object: entry.object,
             cache: cache.clone(),
@@ -1092,7 +1091,7 @@ fn list_chunks(dir: &Path, cache: &Option<Arc<Cache>>) -> Result<Listed> {
 
 /// What a directory's [`CacheFetch`] policy comes to for its data objects,
 /// given their sizes and the cache's limit.
-fn fetch_policy(cache: Option<&Cache>, pairs: &[(u64, Source, Source)]) -> Fetch {
+fn fetch_policy(cache: Option<&Cache>, pairs: &[(u64, StoredFile, StoredFile)]) -> Fetch {
     match cache.map(|c| (c.fetch(), c.limit())) {
         None | Some((CacheFetch::Chunks, _)) => Fetch::Whole,
         Some((CacheFetch::Ranges, _)) => Fetch::Ranges,

@@ -158,14 +158,6 @@ impl Error {
         &self.0
     }
 
-    /// [`ErrorKind::NoObjectStore`] for `path`.
-    pub fn no_object_store(path: &Path) -> Error {
-        ErrorKind::NoObjectStore {
-            path: path.to_owned(),
-        }
-        .into()
-    }
-
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Error {
         ErrorKind::Io {
             op,
@@ -216,6 +208,23 @@ impl From<gulp_codec::Error> for Error {
                 reason,
             },
             gulp_codec::Error::Encode { reason } => ErrorKind::Encode { reason },
+        }
+        .into()
+    }
+}
+
+/// The store's errors are kinds of this crate's, one for one.
+impl From<gulp_store::Error> for Error {
+    fn from(e: gulp_store::Error) -> Error {
+        use gulp_store::ErrorKind as Store;
+        match e.into_kind() {
+            Store::Io { op, path, source } => ErrorKind::Io { op, path, source },
+            Store::Remote { url, range, reason } => ErrorKind::Remote { url, range, reason },
+            Store::RemoteNotFound { url, range, reason } => {
+                ErrorKind::RemoteNotFound { url, range, reason }
+            }
+            Store::NoObjectStore { path } => ErrorKind::NoObjectStore { path },
+            Store::Invalid { path, reason } => ErrorKind::Invalid { path, reason },
         }
         .into()
     }

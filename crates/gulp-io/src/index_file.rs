@@ -25,7 +25,7 @@ use std::time::UNIX_EPOCH;
 use gulp_format::{ChunkStamp, DirIndex, INDEX_FILE, INDEX_LOCK_FILE, IndexBytes, TEMP_PREFIX};
 
 use crate::error::{Error, Result};
-use crate::storage::Source;
+use gulp_store::StoredFile;
 
 /// Below this many items a directory opens fast enough from its meta files
 /// and `auto` writes no index file.
@@ -96,7 +96,7 @@ pub enum IndexState {
 }
 
 /// The stamps of local chunk pairs `(number, data, meta)`, in order.
-pub(crate) fn stamps(pairs: &[(u64, Source, Source)]) -> Result<Vec<ChunkStamp>> {
+pub(crate) fn stamps(pairs: &[(u64, StoredFile, StoredFile)]) -> Result<Vec<ChunkStamp>> {
     pairs
         .iter()
         .map(|(chunk, data, meta)| {

@@ -55,7 +55,7 @@ impl LabelIndex {
     /// none.
     pub fn read(dir: &Path) -> Result<Option<LabelIndex>> {
         let path = LabelIndex::path(dir);
-        match crate::storage::read_optional(&path)? {
+        match gulp_store::read_optional(&path)? {
             Some(bytes) => LabelIndex::parse(&path, &bytes).map(Some),
             None => Ok(None),
         }
@@ -181,8 +181,8 @@ impl LabelIndex {
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let path = LabelIndex::path(dir);
         let text = self.to_json();
-        if crate::storage::is_remote(dir) {
-            crate::storage::write_object(&path, text.into_bytes())?;
+        if gulp_store::is_remote(dir) {
+            gulp_store::write_object(&path, text.into_bytes())?;
             return Ok(path);
         }
         if fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {

@@ -37,29 +37,17 @@
 #![deny(unsafe_code)]
 
 pub mod audio;
-mod cache;
 pub mod check;
-#[cfg(feature = "s3")]
-mod credentials;
 mod directory;
 mod error;
 mod index_file;
 mod labels;
 mod mmap;
-#[cfg(feature = "s3")]
-mod quick_ack;
 mod reader;
 mod recover;
-#[cfg(feature = "s3")]
-pub mod remote;
 mod select;
-mod storage;
 mod writer;
 
-pub use crate::cache::{
-    CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheChoice, CacheFetch, CacheOptions,
-    parse_byte_size,
-};
 pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
 pub use crate::error::{AUDIO_RECORD, Error, ErrorKind, Result};
 pub use crate::index_file::{AUTO_ITEMS, IndexPolicy, IndexState, LABEL_KEY};
@@ -67,9 +55,9 @@ pub use crate::labels::{LABEL_FILE, LabelIndex};
 pub use crate::reader::{ChunkReader, ReadMode};
 pub use crate::recover::{Recovery, recover, recover_chunks};
 pub use crate::select::Selection;
-pub use crate::storage::{is_remote, read_optional};
 pub use crate::writer::{
     AudioInput, ChunkSummary, ChunkWriter, ChunkWriterBuilder, ItemMedia, Pcm,
 };
 pub use gulp_codec;
 pub use gulp_format;
+pub use gulp_store;

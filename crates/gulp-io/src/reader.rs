@@ -12,21 +12,21 @@ use gulp_codec::{
 use gulp_format::{ChunkMeta, FrameInfo, ItemMeta, data_file_name, meta_file_name, read_meta};
 use memmap2::Mmap;
 
-use crate::cache::Cached;
-#[cfg(feature = "s3")]
-use crate::cache::RangeStore;
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
-use crate::storage::Source;
+use gulp_store::StoredFile;
+use gulp_store::cache::Cached;
+#[cfg(feature = "s3")]
+use gulp_store::cache::RangeStore;
 
 /// Reads and parses a meta file of either format, naming it on error.
 pub(crate) fn load_meta(meta_path: &Path) -> Result<ChunkMeta> {
-    load_meta_from(&Source::plain(meta_path.to_owned()))
+    load_meta_from(&StoredFile::plain(meta_path.to_owned()))
 }
 
 /// [`load_meta`] from a file that may be an object read through the node
 /// cache.
-pub(crate) fn load_meta_from(meta: &Source) -> Result<ChunkMeta> {
+pub(crate) fn load_meta_from(meta: &StoredFile) -> Result<ChunkMeta> {
     let bytes = meta.read()?;
     read_meta(&bytes).map_err(|source| {
         ErrorKind::Meta {
@@ -55,7 +55,7 @@ enum Data {
     /// the node cache's ranges of the object when there is one.
     #[cfg(feature = "s3")]
     Remote {
-        object: crate::remote::Object,
+        object: gulp_store::s3::Object,
         ranges: Option<Arc<RangeStore>>,
         etag: Option<String>,
     },
@@ -98,14 +98,14 @@ impl ChunkReader {
         meta: Arc<ChunkMeta>,
         mode: ReadMode,
     ) -> Result<ChunkReader> {
-        ChunkReader::from_source(&Source::plain(data_path), meta_path, chunk, meta, mode)
+        ChunkReader::from_source(&StoredFile::plain(data_path), meta_path, chunk, meta, mode)
     }
 
     /// Opens the data file `data` (an object is read from the node cache
     /// when the source has one, fetched whole into it first if missing)
     /// whose meta is already parsed.
     pub(crate) fn from_source(
-        data: &Source,
+        data: &StoredFile,
         meta_path: PathBuf,
         chunk: u64,
         meta: Arc<ChunkMeta>,
@@ -118,7 +118,7 @@ impl ChunkReader {
     /// [`from_source`](Self::from_source) with the node cache's entry of an
     /// object already in hand (`None`: read the file, or the store).
     pub(crate) fn from_parts(
-        data: &Source,
+        data: &StoredFile,
         cached: Option<Cached>,
         meta_path: PathBuf,
         chunk: u64,
@@ -127,8 +127,8 @@ impl ChunkReader {
     ) -> Result<ChunkReader> {
         let data_path = data.path.clone();
         #[cfg(feature = "s3")]
-        if cached.is_none() && crate::storage::is_remote(&data_path) {
-            let object = crate::remote::Object::at(&data_path)?;
+        if cached.is_none() && gulp_store::is_remote(&data_path) {
+            let object = gulp_store::s3::Object::at(&data_path)?;
             let data_len = match &data.object {
                 Some(listed) => listed.size,
                 None => object.size()?,
@@ -181,13 +181,13 @@ impl ChunkReader {
     /// where it holds them, else from the store, keeping them.
     #[cfg(feature = "s3")]
     pub(crate) fn from_ranges(
-        data: &Source,
+        data: &StoredFile,
         ranges: Arc<RangeStore>,
         meta_path: PathBuf,
         chunk: u64,
         meta: Arc<ChunkMeta>,
     ) -> Result<ChunkReader> {
-        let object = crate::remote::Object::at(&data.path)?;
+        let object = gulp_store::s3::Object::at(&data.path)?;
         let (data_len, etag) = match &data.object {
             Some(listed) => (listed.size, listed.etag.clone()),
             None => (object.size()?, None),
@@ -398,7 +398,8 @@ impl ChunkReader {
 
     /// Adds the item to an object-store error.
     #[cfg(feature = "s3")]
-    fn locate_remote(&self, e: crate::Error, id: &str) -> crate::Error {
+    fn locate_remote(&self, e: impl Into<crate::Error>, id: &str) -> crate::Error {
+        let e = e.into();
         match e.kind() {
             ErrorKind::Remote { url, range, reason } => ErrorKind::Remote {
                 url: url.clone(),

@@ -152,7 +152,7 @@ impl Catalog {
     }
 
     /// Decides, for a pass, whether chunk `key` is read by ranges
-    /// (the directory's fetch policy, [`gulp_io::CacheFetch`]); returns it.
+    /// (the directory's fetch policy, [`gulp_store::CacheFetch`]); returns it.
     pub(crate) fn plan_ranges(&self, (source, chunk): ChunkKey) -> bool {
         let dir = &self.dirs[source as usize];
         let ranged = !dir.dir.chunks()[chunk as usize].fetches_whole();

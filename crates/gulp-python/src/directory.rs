@@ -6,7 +6,8 @@ use std::sync::Arc;
 use gulp_codec::{Codec, Crop, DecodeOptions, Image, Scale, Shape};
 use gulp_format::Choice;
 use gulp_format::{FrameInfo, ItemMeta};
-use gulp_io::{CacheChoice, CacheFetch, CacheOptions, ChunkReader, GulpDirectory, ReadMode};
+use gulp_io::{ChunkReader, GulpDirectory, ReadMode};
+use gulp_store::{CacheChoice, CacheFetch, CacheOptions};
 use ndarray::{Array2, Array3};
 use numpy::PyArray;
 use pyo3::prelude::*;
@@ -304,7 +305,7 @@ pub(crate) fn cache_options(
                 let text: String = v.extract().map_err(|_| {
                     Class::Invalid.err("cache_limit is a number of bytes or a size such as '50G'")
                 })?;
-                gulp_io::parse_byte_size(&text).ok_or_else(|| {
+                gulp_store::parse_byte_size(&text).ok_or_else(|| {
                     Class::Invalid.err(format!(
                         "cache_limit {text:?} is not a size (e.g. '500G', '20GiB', 1048576)"
                     ))

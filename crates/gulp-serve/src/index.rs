@@ -242,7 +242,7 @@ impl Served {
     }
 
     fn check(&self) -> Check {
-        if gulp_io::is_remote(self.dir.path()) {
+        if gulp_store::is_remote(self.dir.path()) {
             return Check::Remote;
         }
         let options = gulp_io::check::Options {

@@ -183,7 +183,7 @@ struct LoaderFigures {
 /// Object data received from stores so far by this process.
 fn bytes_received() -> u64 {
     #[cfg(feature = "s3")]
-    return gulp_io::remote::bytes_received();
+    return gulp_store::s3::bytes_received();
     #[cfg(not(feature = "s3"))]
     0
 }
@@ -191,7 +191,7 @@ fn bytes_received() -> u64 {
 /// Object-store requests sent so far by this process.
 fn requests() -> u64 {
     #[cfg(feature = "s3")]
-    return gulp_io::remote::requests();
+    return gulp_store::s3::requests();
     #[cfg(not(feature = "s3"))]
     0
 }

@@ -25,7 +25,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     for (index, entry) in gulp.chunks().iter().enumerate() {
         bar.inc(1);
         let meta_path = &entry.meta_path;
-        let bytes = gulp_io::read_optional(meta_path)?
+        let bytes = gulp_store::read_optional(meta_path)?
             .with_context(|| format!("{} vanished", meta_path.display()))?;
         if MetaFormat::detect(&bytes) == Some(target) {
             kept += 1;
@@ -34,7 +34,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         // A local chunk's reader is dropped after it, so that memory holds
         // one chunk's meta at a time, not every one (18.6 GB at 10^7 items).
         let local;
-        let reader = if gulp_io::is_remote(meta_path) {
+        let reader = if gulp_store::is_remote(meta_path) {
             gulp.reader(index)?
         } else {
             local = ChunkReader::open(&args.dir, entry.chunk, gulp.read_mode())?;
@@ -70,7 +70,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
                 meta_path.display()
             );
         }
-        if gulp_io::is_remote(meta_path) {
+        if gulp_store::is_remote(meta_path) {
             // A PUT replaces an object whole: readers see the old meta or
             // the new one.
             replace_object(meta_path, new)?;
@@ -100,11 +100,11 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
 
 fn replace_object(url: &Path, bytes: Vec<u8>) -> Result<()> {
     #[cfg(feature = "s3")]
-    return Ok(gulp_io::remote::write(url, bytes)?);
+    return Ok(gulp_store::s3::write(url, bytes)?);
     #[cfg(not(feature = "s3"))]
     {
         let _ = bytes;
-        Err(gulp_io::Error::no_object_store(url).into())
+        Err(gulp_store::Error::no_object_store(url).into())
     }
 }
 

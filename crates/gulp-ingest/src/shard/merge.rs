@@ -134,16 +134,16 @@ pub fn merge_with_progress(
     dirs: &[PathBuf],
     moved: &mut dyn FnMut(usize),
 ) -> Result<MergeReport> {
-    if gulp_io::is_remote(out) || dirs.iter().any(|d| gulp_io::is_remote(d)) {
+    if gulp_store::is_remote(out) || dirs.iter().any(|d| gulp_store::is_remote(d)) {
         #[cfg(feature = "s3")]
         return merge_remote(out, dirs);
         #[cfg(not(feature = "s3"))]
         {
             let url = std::iter::once(out)
                 .chain(dirs.iter().map(PathBuf::as_path))
-                .find(|d| gulp_io::is_remote(d))
+                .find(|d| gulp_store::is_remote(d))
                 .unwrap_or(out);
-            return Err(gulp_io::Error::no_object_store(url).into());
+            return Err(gulp_store::Error::no_object_store(url).into());
         }
     }
     fs::create_dir_all(out).map_err(|e| Error::io("creating", out, e))?;
@@ -268,11 +268,11 @@ fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
                 continue;
             };
             let same = theirs.data_size() == entry.data_size()
-                && gulp_io::read_optional(&theirs.meta_path)?
-                    == gulp_io::read_optional(&entry.meta_path)?;
+                && gulp_store::read_optional(&theirs.meta_path)?
+                    == gulp_store::read_optional(&entry.meta_path)?;
             if same {
-                gulp_io::remote::remove(&entry.meta_path)?;
-                gulp_io::remote::remove(&entry.data_path)?;
+                gulp_store::s3::remove(&entry.meta_path)?;
+                gulp_store::s3::remove(&entry.data_path)?;
                 finished += 1;
             }
         }
@@ -287,19 +287,19 @@ fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
     let MergePlan { moves, labels } = plan(target, &sources)?;
     for m in &moves {
         let (data, meta) = (data_file_name(m.chunk), meta_file_name(m.chunk));
-        gulp_io::remote::copy(&object(&m.from, &data), &object(out, &data))?;
-        gulp_io::remote::copy(&object(&m.from, &meta), &object(out, &meta))?;
-        gulp_io::remote::remove(&object(&m.from, &meta))?;
-        gulp_io::remote::remove(&object(&m.from, &data))?;
+        gulp_store::s3::copy(&object(&m.from, &data), &object(out, &data))?;
+        gulp_store::s3::copy(&object(&m.from, &meta), &object(out, &meta))?;
+        gulp_store::s3::remove(&object(&m.from, &meta))?;
+        gulp_store::s3::remove(&object(&m.from, &data))?;
     }
     if !labels.is_empty() {
         labels.sorted().write(out)?;
     }
     for dir in dirs {
         // A sharded run's records in the source, done with now.
-        for listed in gulp_io::remote::list(dir)? {
+        for listed in gulp_store::s3::list(dir)? {
             if is_bookkeeping(&listed.name) {
-                gulp_io::remote::remove(&object(dir, &listed.name))?;
+                gulp_store::s3::remove(&object(dir, &listed.name))?;
             }
         }
     }

@@ -59,7 +59,7 @@ pub struct ShardStatus {
 /// the committed chunks, the tasks' done files and (in a local directory)
 /// their locks.
 pub fn status(dir: &Path, shards: Option<usize>) -> Result<ShardStatus> {
-    let remote = gulp_io::is_remote(dir);
+    let remote = gulp_store::is_remote(dir);
     let gulp = GulpDirectory::options()
         .cache(None)
         .index(GulpDirectory::writer_index_policy()?)

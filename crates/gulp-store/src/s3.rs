@@ -5,7 +5,7 @@
 //! name a file. One client per bucket is made on first use and shared: it is
 //! configured by the standard variables (`AWS_ENDPOINT_URL`,
 //! `AWS_ALLOW_HTTP`, ...), with credentials and region found as the AWS
-//! tools find them (src/credentials.rs), retries transient errors with
+//! tools find them (src/s3/credentials.rs), retries transient errors with
 //! exponential backoff, and coalesces the byte ranges of one read into few
 //! requests.
 
@@ -21,19 +21,16 @@ use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
-use crate::credentials::{self, Source};
+use self::credentials::Source;
 use crate::error::{ErrorKind, Result};
+
+mod connector;
+mod credentials;
 
 /// The spans of one read fetched at once (each its own request).
 const SPANS_AT_ONCE: usize = 8;
 
-/// The URL scheme of S3 and compatible stores.
-pub const SCHEME: &str = "s3://";
-
-/// Whether `path` spells an object-store URL.
-pub fn is_remote(path: &Path) -> bool {
-    path.to_str().is_some_and(|p| p.starts_with(SCHEME))
-}
+use crate::location::S3_SCHEME as SCHEME;
 
 /// A bucket's client and the runtime that drives it.
 struct Bucket {
@@ -214,9 +211,9 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
         builder = builder.with_virtual_hosted_style_request(false);
     }
     // A plain-HTTP endpoint gets the client that acknowledges at once
-    // (src/quick_ack.rs, which says when).
-    if crate::quick_ack::wanted(allow_http, endpoint.as_deref()) {
-        builder = builder.with_http_connector(crate::quick_ack::QuickAckConnector {
+    // (src/s3/connector.rs, which says when).
+    if connector::wanted(allow_http, endpoint.as_deref()) {
+        builder = builder.with_http_connector(connector::QuickAckConnector {
             connect_timeout: CONNECT_TIMEOUT,
             timeout,
         });
@@ -233,7 +230,7 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
 }
 
 /// One object (or prefix) of a store.
-pub(crate) struct Object {
+pub struct Object {
     bucket: Arc<Bucket>,
     key: Key,
     url: String,
@@ -246,7 +243,8 @@ impl std::fmt::Debug for Object {
 }
 
 impl Object {
-    pub(crate) fn at(path: &Path) -> Result<Object> {
+    /// The object `path` spells (`s3://bucket/key`), with its bucket's client.
+    pub fn at(path: &Path) -> Result<Object> {
         let (name, key) = split(path)?;
         let url = format!("{SCHEME}{name}/{key}");
         Ok(Object {
@@ -257,7 +255,7 @@ impl Object {
     }
 
     /// The object's URL.
-    pub(crate) fn url(&self) -> &str {
+    pub fn url(&self) -> &str {
         &self.url
     }
 
@@ -269,7 +267,7 @@ impl Object {
     }
 
     /// The objects directly under this prefix.
-    pub(crate) fn list(&self) -> Result<Vec<Listed>> {
+    pub fn list(&self) -> Result<Vec<Listed>> {
         count(1);
         let prefix = if self.key.as_ref().is_empty() {
             None
@@ -293,12 +291,12 @@ impl Object {
     }
 
     /// The whole object.
-    pub(crate) fn get(&self) -> Result<Vec<u8>> {
+    pub fn get(&self) -> Result<Vec<u8>> {
         self.get_optional()?.ok_or_else(|| self.missing(None))
     }
 
     /// The whole object, `None` if there is none (one GET either way).
-    pub(crate) fn get_optional(&self) -> Result<Option<Vec<u8>>> {
+    pub fn get_optional(&self) -> Result<Option<Vec<u8>>> {
         count(1);
         let got = self.run(async {
             let got = self.bucket.store.get(&self.key).await?;
@@ -315,7 +313,7 @@ impl Object {
     }
 
     /// The object's size.
-    pub(crate) fn size(&self) -> Result<u64> {
+    pub fn size(&self) -> Result<u64> {
         count(1);
         let meta = self
             .run(self.bucket.store.head(&self.key))
@@ -325,7 +323,7 @@ impl Object {
 
     /// Byte ranges of the object, fetched in as few requests as the ranges
     /// allow (ranges less than 1 MiB apart share a request).
-    pub(crate) fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>> {
+    pub fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>> {
         if ranges.is_empty() {
             return Ok(Vec::new());
         }
@@ -415,7 +413,7 @@ impl Object {
 
     /// The bytes of `spans` (each fetched as one request, [`SPANS_AT_ONCE`]
     /// at a time, as [`fetch_range`](Self::fetch_range) fetches), in order.
-    pub(crate) fn get_spans(
+    pub fn get_spans(
         &self,
         spans: &[Range<u64>],
         etag: Option<&str>,
@@ -431,7 +429,7 @@ impl Object {
     /// Writes the object, of `size` bytes, into `file` at its offsets, but
     /// for the ranges `have` (already written): parts of at most 8 MiB,
     /// four at a time, each as [`fetch_range`](Self::fetch_range) fetches.
-    pub(crate) fn download(
+    pub fn download(
         &self,
         file: &std::fs::File,
         size: u64,
@@ -458,7 +456,7 @@ impl Object {
 
     /// Copies the object to `to` in the same store (a server-side copy: no
     /// byte passes through this process).
-    pub(crate) fn copy_to(&self, to: &Object) -> Result<()> {
+    pub fn copy_to(&self, to: &Object) -> Result<()> {
         if !Arc::ptr_eq(&self.bucket, &to.bucket) {
             return Err(remote_err(
                 &to.url,
@@ -472,7 +470,7 @@ impl Object {
     }
 
     /// Writes the whole object.
-    pub(crate) fn put(&self, bytes: Vec<u8>) -> Result<()> {
+    pub fn put(&self, bytes: Vec<u8>) -> Result<()> {
         count(1);
         self.run(self.bucket.store.put(&self.key, bytes.into()))
             .map(|_| ())
@@ -480,7 +478,7 @@ impl Object {
     }
 
     /// Removes the object.
-    pub(crate) fn delete(&self) -> Result<()> {
+    pub fn delete(&self) -> Result<()> {
         count(1);
         self.run(self.bucket.store.delete(&self.key))
             .map_err(|e| self.fail(None, e))
@@ -566,7 +564,7 @@ fn coalesced(ranges: &[Range<u64>]) -> u64 {
 }
 
 /// Lists a remote directory: each object under it, with its URL.
-pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
+pub fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
     let object = Object::at(dir)?;
     let base = object.url().trim_end_matches('/').to_owned();
     Ok(object
@@ -580,12 +578,12 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
 }
 
 /// Reads a whole remote object.
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>> {
+pub fn read(path: &Path) -> Result<Vec<u8>> {
     Object::at(path)?.get()
 }
 
 /// Reads a whole remote object, `None` if there is none.
-pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     Object::at(path)?.get_optional()
 }
 
@@ -676,7 +674,7 @@ mod tests {
             ("b".into(), String::new())
         );
         assert!(split(Path::new("s3:///x")).is_err());
-        assert!(is_remote(Path::new("s3://b/x")) && !is_remote(Path::new("/data/x")));
+        assert!(crate::is_remote(Path::new("s3://b/x")) && !crate::is_remote(Path::new("/data/x")));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Copies the files of a local directory to an object-store prefix:
-//! `cargo run -p gulp-io --example s3_put -- DIR s3://bucket/prefix [--truncate NAME:BYTES]`
+//! `cargo run -p gulp-store --example s3_put -- DIR s3://bucket/prefix [--truncate NAME:BYTES]`
 //! (the S3 tests upload directories with it; `--truncate` uploads a file cut
 //! short, as a damaged upload would leave it), or back with
 //! `s3_put --get s3://bucket/prefix DIR`.
@@ -13,8 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         && get == "--get"
     {
         std::fs::create_dir_all(dir)?;
-        for gulp_io::remote::Listed { name, .. } in gulp_io::remote::list(Path::new(url))? {
-            let bytes = gulp_io::remote::read_object(Path::new(&format!("{url}/{name}")))?;
+        for gulp_store::s3::Listed { name, .. } in gulp_store::s3::list(Path::new(url))? {
+            let bytes = gulp_store::s3::read_object(Path::new(&format!("{url}/{name}")))?;
             std::fs::write(Path::new(dir).join(name), bytes)?;
         }
         return Ok(());
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             bytes.truncate(*n);
         }
         let target = format!("{}/{name}", url.trim_end_matches('/'));
-        gulp_io::remote::write(Path::new(&target), bytes)?;
+        gulp_store::s3::write(Path::new(&target), bytes)?;
     }
     Ok(())
 }

@@ -76,11 +76,11 @@ const SEP: char = '~';
 /// Which version of an object a directory's listing saw: what a cached
 /// copy of it is named by and checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ObjectId {
+pub struct ObjectId {
     /// Its size in bytes.
-    pub(crate) size: u64,
+    pub size: u64,
     /// Its entity tag, where the store gives one.
-    pub(crate) etag: Option<String>,
+    pub etag: Option<String>,
 }
 
 /// What the node cache fetches of a remote directory's data objects
@@ -279,16 +279,16 @@ pub fn parse_byte_size(text: &str) -> Option<u64> {
 /// An entry of the cache in use by this process: its file, opened and
 /// holding a shared lock, so that no process evicts it while this lives.
 #[derive(Debug)]
-pub(crate) struct Cached {
+pub struct Cached {
     /// The entry's file (read from it, or map it).
-    pub(crate) file: File,
+    pub file: File,
     /// Its path in the cache.
-    pub(crate) path: PathBuf,
+    pub path: PathBuf,
 }
 
 /// A node cache (see the module's documentation).
 #[derive(Debug)]
-pub(crate) struct Cache {
+pub struct Cache {
     root: PathBuf,
     limit: Option<u64>,
     fetch: CacheFetch,
@@ -296,7 +296,7 @@ pub(crate) struct Cache {
 
 impl Cache {
     /// Opens (making it if missing) the cache `options` name.
-    pub(crate) fn open(options: &CacheOptions) -> Result<Cache> {
+    pub fn open(options: &CacheOptions) -> Result<Cache> {
         let root = options.dir.clone();
         for dir in [root.join(OBJECTS), root.join(PARTS)] {
             fs::create_dir_all(&dir)
@@ -315,22 +315,22 @@ impl Cache {
     }
 
     /// What is fetched of data objects.
-    pub(crate) fn fetch(&self) -> CacheFetch {
+    pub fn fetch(&self) -> CacheFetch {
         self.fetch
     }
 
     /// The cache directory.
-    pub(crate) fn root(&self) -> &Path {
+    pub fn root(&self) -> &Path {
         &self.root
     }
 
     /// The size limit, if any.
-    pub(crate) fn limit(&self) -> Option<u64> {
+    pub fn limit(&self) -> Option<u64> {
         self.limit
     }
 
     /// Where the object `url` of this size and ETag is kept.
-    pub(crate) fn entry_path(&self, url: &str, id: &ObjectId) -> PathBuf {
+    pub fn entry_path(&self, url: &str, id: &ObjectId) -> PathBuf {
         let mut path = self.root.join(OBJECTS);
         let key = url.split_once("://").map_or(url, |(_, rest)| rest);
         let parts: Vec<&str> = key.split('/').filter(|p| !p.is_empty()).collect();
@@ -350,7 +350,7 @@ impl Cache {
     /// want it meanwhile wait for that fetch), in use until the result is
     /// dropped; `None` when the cache cannot make room for it (everything
     /// it could evict is in use), in which case the caller reads the store.
-    pub(crate) fn get(
+    pub fn get(
         &self,
         url: &str,
         id: &ObjectId,
@@ -406,7 +406,7 @@ impl Cache {
 
     /// The byte ranges of the object `url` of this version kept in the
     /// cache (an empty store when none is).
-    pub(crate) fn ranges(self: &std::sync::Arc<Self>, url: &str, id: &ObjectId) -> RangeStore {
+    pub fn ranges(self: &std::sync::Arc<Self>, url: &str, id: &ObjectId) -> RangeStore {
         let entry = self.entry_path(url, id);
         RangeStore {
             cache: std::sync::Arc::clone(self),
@@ -624,7 +624,7 @@ fn remove_ranges(dir: &Path) {
 
 /// `ranges` merged where they overlap or lie less than `gap` bytes apart,
 /// in increasing order.
-pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+pub fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
     let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
     sorted.sort_by_key(|r| r.start);
     let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
@@ -644,7 +644,7 @@ pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
 /// one object are serialised by its lock file (the one a whole fetch
 /// takes), so that the processes of a node fetch each byte once.
 #[derive(Debug)]
-pub(crate) struct RangeStore {
+pub struct RangeStore {
     cache: std::sync::Arc<Cache>,
     /// The directory of the spans.
     dir: PathBuf,
@@ -731,20 +731,20 @@ impl Span {
 impl RangeStore {
     /// Whether anything of the object is in the cache: the object whole, or
     /// some of its ranges.
-    pub(crate) fn any_cached(&self) -> bool {
+    pub fn any_cached(&self) -> bool {
         self.whole.exists()
             || fs::read_dir(&self.dir).is_ok_and(|mut listing| listing.next().is_some())
     }
 
     /// Whether the object is in the cache whole.
-    pub(crate) fn whole_cached(&self) -> bool {
+    pub fn whole_cached(&self) -> bool {
         fs::metadata(&self.whole).is_ok_and(|m| m.len() == self.size)
     }
 
     /// The bytes of `ranges`, in order: from the cache where it has them,
     /// the others fetched by `fetch` (given the spans to fetch: the
     /// missing ranges coalesced, it returns their bytes in order) and kept.
-    pub(crate) fn read<B: AsRef<[u8]>>(
+    pub fn read<B: AsRef<[u8]>>(
         &self,
         ranges: &[Range<u64>],
         fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<B>>,
@@ -768,7 +768,7 @@ impl RangeStore {
     /// Fetches into the cache those of `ranges` it does not hold (what a
     /// loader does ahead of its decoding threads); the number of bytes
     /// fetched.
-    pub(crate) fn fill<B: AsRef<[u8]>>(
+    pub fn fill<B: AsRef<[u8]>>(
         &self,
         ranges: &[Range<u64>],
         fetch: impl FnOnce(&[Range<u64>]) -> Result<Vec<B>>,
@@ -1014,7 +1014,7 @@ impl RangeStore {
 
     /// Gives each range in the cache and its bytes (checked) to `each`
     /// (for a whole fetch that starts from them); the ranges given.
-    pub(crate) fn each_span(
+    pub fn each_span(
         &self,
         mut each: impl FnMut(&Range<u64>, &[u8]) -> Result<()>,
     ) -> Result<Vec<Range<u64>>> {

@@ -9,27 +9,24 @@ use crate::cache::{Cache, Cached, ObjectId, RangeStore};
 
 use crate::error::{Error, Result};
 
-/// Whether `path` spells an object-store URL (`s3://bucket/prefix`).
-pub fn is_remote(path: &Path) -> bool {
-    path.to_str().is_some_and(|p| p.starts_with("s3://"))
-}
+use crate::location::is_remote;
 
 /// A file of a directory as its listing gives it.
 #[derive(Debug, Clone)]
-pub(crate) struct DirEntry {
+pub struct DirEntry {
     /// The file name.
-    pub(crate) name: String,
+    pub name: String,
     /// Its path (a URL for an object).
-    pub(crate) path: PathBuf,
+    pub path: PathBuf,
     /// For an object, the version listed; `None` for a local file.
-    pub(crate) object: Option<ObjectId>,
+    pub object: Option<ObjectId>,
 }
 
 /// The entries of directory `dir`.
-pub(crate) fn list_dir(dir: &Path) -> Result<Vec<DirEntry>> {
+pub fn list_dir(dir: &Path) -> Result<Vec<DirEntry>> {
     if is_remote(dir) {
         #[cfg(feature = "s3")]
-        return Ok(crate::remote::list_dir(dir)?
+        return Ok(crate::s3::list_dir(dir)?
             .into_iter()
             .map(|(listed, path)| DirEntry {
                 object: Some(ObjectId {
@@ -60,19 +57,19 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<DirEntry>> {
 /// A file of a directory and how to read it: a local file, or an object of
 /// a store, through the node cache when the directory has one.
 #[derive(Debug, Clone)]
-pub(crate) struct Source {
+pub struct StoredFile {
     /// The file's path (an object's URL).
-    pub(crate) path: PathBuf,
+    pub path: PathBuf,
     /// For an object, the version the directory's listing saw.
-    pub(crate) object: Option<ObjectId>,
+    pub object: Option<ObjectId>,
     /// The node cache objects are read through.
-    pub(crate) cache: Option<Arc<Cache>>,
+    pub cache: Option<Arc<Cache>>,
 }
 
-impl Source {
+impl StoredFile {
     /// A local file, or an object read without a cache.
-    pub(crate) fn plain(path: PathBuf) -> Source {
-        Source {
+    pub fn plain(path: PathBuf) -> StoredFile {
+        StoredFile {
             path,
             object: None,
             cache: None,
@@ -81,7 +78,7 @@ impl Source {
 
     /// The byte ranges of the object kept in the node cache; `None` for a
     /// local file or an object without a cache.
-    pub(crate) fn range_store(&self) -> Option<RangeStore> {
+    pub fn range_store(&self) -> Option<RangeStore> {
         let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
             return None;
         };
@@ -93,7 +90,7 @@ impl Source {
     /// copied, the rest fetched). `None` for a local file, an object
     /// without a cache, or when the cache has no room (then the object is
     /// read from the store).
-    pub(crate) fn cached(&self) -> Result<Option<Cached>> {
+    pub fn cached(&self) -> Result<Option<Cached>> {
         let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
             return Ok(None);
         };
@@ -101,7 +98,7 @@ impl Source {
         {
             use std::os::unix::fs::FileExt;
             let url = self.path.to_str().unwrap_or_default();
-            let remote = crate::remote::Object::at(&self.path)?;
+            let remote = crate::s3::Object::at(&self.path)?;
             cache.get(url, object, |file| {
                 let have = cache.ranges(url, object).each_span(|span, bytes| {
                     file.write_all_at(bytes, span.start)
@@ -119,7 +116,7 @@ impl Source {
 
     /// Reads the whole file into `buf` (cleared first), from the cache
     /// where it can.
-    pub(crate) fn read_into(&self, buf: &mut Vec<u8>) -> Result<()> {
+    pub fn read_into(&self, buf: &mut Vec<u8>) -> Result<()> {
         use std::io::Read;
         match self.cached()? {
             Some(mut cached) => {
@@ -135,7 +132,7 @@ impl Source {
     }
 
     /// Reads the whole file.
-    pub(crate) fn read(&self) -> Result<Vec<u8>> {
+    pub fn read(&self) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         self.read_into(&mut buf)?;
         Ok(buf)
@@ -143,12 +140,12 @@ impl Source {
 }
 
 /// Reads a whole file into `buf` (cleared first).
-pub(crate) fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<()> {
+pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<()> {
     buf.clear();
     if is_remote(path) {
         #[cfg(feature = "s3")]
         {
-            *buf = crate::remote::read(path)?;
+            *buf = crate::s3::read(path)?;
             return Ok(());
         }
         #[cfg(not(feature = "s3"))]
@@ -162,7 +159,7 @@ pub(crate) fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Reads a whole file.
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>> {
+pub fn read(path: &Path) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     read_into(path, &mut buf)?;
     Ok(buf)
@@ -173,7 +170,7 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>> {
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     if is_remote(path) {
         #[cfg(feature = "s3")]
-        return crate::remote::read_optional(path);
+        return crate::s3::read_optional(path);
         #[cfg(not(feature = "s3"))]
         return Err(Error::no_object_store(path));
     }
@@ -185,9 +182,9 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 }
 
 /// Writes a whole object (one PUT: it appears whole or not at all).
-pub(crate) fn write_object(path: &Path, bytes: Vec<u8>) -> Result<()> {
+pub fn write_object(path: &Path, bytes: Vec<u8>) -> Result<()> {
     #[cfg(feature = "s3")]
-    return crate::remote::write(path, bytes);
+    return crate::s3::write(path, bytes);
     #[cfg(not(feature = "s3"))]
     {
         let _ = bytes;
@@ -196,10 +193,10 @@ pub(crate) fn write_object(path: &Path, bytes: Vec<u8>) -> Result<()> {
 }
 
 /// The size of a file, local or remote.
-pub(crate) fn file_len(path: &Path) -> Result<u64> {
+pub fn file_len(path: &Path) -> Result<u64> {
     if is_remote(path) {
         #[cfg(feature = "s3")]
-        return crate::remote::Object::at(path)?.size();
+        return crate::s3::Object::at(path)?.size();
         #[cfg(not(feature = "s3"))]
         return Err(Error::no_object_store(path));
     }
