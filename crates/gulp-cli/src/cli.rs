@@ -121,6 +121,20 @@ pub enum Command {
     /// directory.
     #[command(after_help = "Example: gulp recover data/train")]
     Recover(RecoverArgs),
+    /// Copy a gulp directory: a local folder to a bucket, a bucket to a
+    /// local folder, or one to another of its kind.
+    ///
+    /// SRC and DST are local paths or s3://bucket/prefix. Each chunk's data
+    /// file is copied before its meta file, so that a reader of DST never
+    /// finds a meta whose data is missing; label2idx.json and the index file
+    /// come last; temporary and lock files are left out. Each file copied is
+    /// checked against its source (its MD5, as S3's entity tags are), and a
+    /// local file appears only once complete. A file already in DST with the
+    /// same size and checksum is skipped: a copy that was stopped is run
+    /// again to finish it. DST holding chunks that SRC has not is refused.
+    /// Progress goes to stderr, one line per file.
+    #[command(after_help = "Example: gulp copy data/train s3://bucket/datasets/train")]
+    Copy(CopyArgs),
     /// Look at an item's frames: a contact sheet (PNG) or an animation (GIF).
     ///
     /// Each selected frame is decoded and resized by its short edge to
@@ -676,6 +690,18 @@ pub struct DumpMetaArgs {
 pub struct RecoverArgs {
     /// The gulp directory.
     pub dir: PathBuf,
+}
+
+/// Arguments of `gulp copy`.
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The gulp directory to copy (a path or s3://bucket/prefix).
+    pub src: PathBuf,
+    /// Where to copy it (a path or s3://bucket/prefix).
+    pub dst: PathBuf,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Arguments of `gulp preview`.

@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod convert;
+mod copy;
 mod dump_meta;
 mod extract;
 mod index;
@@ -74,6 +75,23 @@ fn selection(select: &Option<String>, frames: &Option<String>) -> String {
         .unwrap_or_else(|| ":".into())
 }
 
+/// A size in binary units, as `gulp info` and `gulp copy` print it.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    #[allow(clippy::cast_precision_loss)] // for display only
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
 /// How directories are opened ([`set_cache`]).
 pub(crate) fn directory_options() -> DirectoryOptions {
     OPEN.get().cloned().unwrap_or_default()
@@ -86,6 +104,7 @@ pub fn run(command: Command) -> Result<Outcome> {
         Command::Check(args) => check::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::Copy(args) => copy::run(&args),
         Command::Preview(args) => preview::run(&args),
         Command::DumpMeta(args) => dump_meta::run(&args),
         Command::Info(args) => info::run(&args),

@@ -38,6 +38,7 @@
 
 pub mod audio;
 pub mod check;
+mod copy;
 mod directory;
 mod error;
 mod index_file;
@@ -48,6 +49,7 @@ mod recover;
 mod select;
 mod writer;
 
+pub use crate::copy::{CopyAction, CopyReport, CopyStep, copy_dir};
 pub use crate::directory::{ChunkEntry, DirectoryOptions, DirectoryWarning, GulpDirectory};
 pub use crate::error::{AUDIO_RECORD, Error, ErrorKind, Result};
 pub use crate::index_file::{AUTO_ITEMS, IndexPolicy, IndexState, LABEL_KEY};

@@ -191,6 +191,38 @@ pub(crate) fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py
     PyList::new(py, done.iter().map(ToString::to_string))
 }
 
+/// Copies the gulp directory `src` to `dst` (as `gulp copy`), with one
+/// line per file on stderr when `progress`; what was done as a dict
+/// (`gulp.copy` returns it).
+#[pyfunction]
+#[pyo3(signature = (src, dst, progress = false))]
+pub(crate) fn copy<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    progress: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let report = py
+        .detach(|| {
+            gulp_io::copy_dir(&src, &dst, &mut |step| {
+                if progress {
+                    eprintln!(
+                        "gulp copy: [{}/{}] {} ({} B)",
+                        step.done, step.total, step.name, step.bytes
+                    );
+                }
+            })
+        })
+        .map_err(io_err)?;
+    let out = PyDict::new(py);
+    out.set_item("copied", report.copied)?;
+    out.set_item("copied_bytes", report.copied_bytes)?;
+    out.set_item("skipped", report.skipped)?;
+    out.set_item("unverified", report.unverified)?;
+    out.set_item("left_out", report.left_out)?;
+    Ok(out)
+}
+
 /// Registers the ffmpeg that video ingest runs when neither `GULP_FFMPEG`
 /// nor `ffmpeg` on the PATH is there (`gulp._ffmpeg` gives the static
 /// build of the optional imageio-ffmpeg package).

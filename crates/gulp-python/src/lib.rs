@@ -56,6 +56,7 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::recover, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::status, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::merge, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::copy, m)?)?;
     m.add_function(wrap_pyfunction!(lint::lint, m)?)?;
     m.add_function(wrap_pyfunction!(directory::read_labels, m)?)?;
     m.add_function(wrap_pyfunction!(loader::read_ids, m)?)?;

@@ -59,3 +59,27 @@ def test_merge_moves_shards_and_refuses_a_shared_chunk(tmp_path):
     with pytest.raises(gulp.IngestError, match="chunk 1 is in both"):
         gulp.merge(out, [str(again)])
     assert os.path.exists(again / "data_1.gulp")  # nothing moved
+
+
+def test_copy_gives_the_same_directory_and_skips_what_is_there(gulp_dir, tmp_path):
+    dst = tmp_path / "copied"
+    report = gulp.copy(gulp_dir, dst)
+    names = sorted(n for n in os.listdir(gulp_dir) if not n.startswith(".gulp-tmp.") and not n.endswith(".lock"))
+    assert sorted(os.listdir(dst)) == names
+    assert report["copied"] == len(names) and report["skipped"] == 0 and report["unverified"] == 0
+    for name in names:
+        with open(os.path.join(gulp_dir, name), "rb") as a, open(dst / name, "rb") as b:
+            assert a.read() == b.read(), name
+    original, copy = gulp.GulpDirectory(gulp_dir), gulp.GulpDirectory(str(dst))
+    assert sorted(copy.merged_meta_dict) == sorted(original.merged_meta_dict)
+    again = gulp.copy(gulp_dir, dst)
+    assert again["copied"] == 0 and again["skipped"] == len(names)
+
+
+def test_copy_into_another_directory_is_refused(gulp_dir, tmp_path):
+    dst = tmp_path / "other"
+    dst.mkdir()
+    (dst / "data_9.gulp").write_bytes(b"another dataset")
+    with pytest.raises(gulp.InvalidInputError, match="data_9.gulp"):
+        gulp.copy(gulp_dir, dst)
+    assert os.listdir(dst) == ["data_9.gulp"]

@@ -9,6 +9,7 @@
 
 pub mod cache;
 mod error;
+pub mod etag;
 mod files;
 mod location;
 #[cfg(feature = "s3")]

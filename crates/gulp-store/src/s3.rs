@@ -314,11 +314,19 @@ impl Object {
 
     /// The object's size.
     pub fn size(&self) -> Result<u64> {
+        Ok(self.head()?.size)
+    }
+
+    /// The object's size and entity tag, as a listing gives them.
+    pub fn head(&self) -> Result<crate::cache::ObjectId> {
         count(1);
         let meta = self
             .run(self.bucket.store.head(&self.key))
             .map_err(|e| self.fail(None, e))?;
-        Ok(meta.size)
+        Ok(crate::cache::ObjectId {
+            size: meta.size,
+            etag: meta.e_tag,
+        })
     }
 
     /// Byte ranges of the object, fetched in as few requests as the ranges

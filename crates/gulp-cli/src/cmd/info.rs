@@ -184,7 +184,7 @@ fn print_text(out: &mut impl Write, info: &Info) -> Result<()> {
         out,
         "bytes       {} ({})",
         info.bytes,
-        human_bytes(info.bytes)
+        super::human_bytes(info.bytes)
     )?;
     if let Some(s) = &info.frame_bytes {
         writeln!(
@@ -207,7 +207,7 @@ fn print_text(out: &mut impl Write, info: &Info) -> Result<()> {
             out,
             "index       {} ({})",
             gulp_io::gulp_format::INDEX_FILE,
-            human_bytes(bytes)
+            super::human_bytes(bytes)
         )?;
     }
     for warning in &info.warnings {
@@ -248,20 +248,4 @@ fn sound_text(sound: &Sound) -> String {
 
 fn items(n: usize) -> &'static str {
     if n == 1 { "item" } else { "items" }
-}
-
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    #[allow(clippy::cast_precision_loss)] // for display only
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }

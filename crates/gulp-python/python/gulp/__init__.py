@@ -72,6 +72,7 @@ __all__ = [
     "recover",
     "status",
     "merge",
+    "copy",
     "adapters",
     "errors",
     "fileio",
@@ -216,6 +217,19 @@ def merge(out: _Path, dirs: Sequence[_Path]) -> dict[str, int]:
     chunks moved, the source directories, the labels of ``out``'s
     ``label2idx.json``."""
     return dict(_json.loads(_gulp.merge(out, list(dirs))))
+
+
+def copy(src: _Path, dst: _Path, progress: bool = False) -> dict[str, Any]:
+    """Copies the gulp directory ``src`` to ``dst`` (``gulp copy``): local
+    paths or ``s3://bucket/prefix``, either way. Each chunk's data before its
+    meta, ``label2idx.json`` and the index file last, temporary and lock files
+    left out; each file checked against its source's MD5; a file already at
+    ``dst`` with the same size and checksum skipped, so a copy that was
+    stopped is finished by running it again. ``progress``: one line per file
+    on stderr. Returns ``{"copied", "copied_bytes", "skipped", "unverified",
+    "left_out"}``; raises ``InvalidInputError`` when ``dst`` holds chunks
+    ``src`` has not."""
+    return dict(_gulp.copy(src, dst, progress))
 
 
 def recover(path: _Path) -> list[str]:

@@ -32,6 +32,7 @@ __all__ = [
     "recover",
     "status",
     "merge",
+    "copy",
     "lint",
     "read_labels",
     "read_ids",
@@ -328,6 +329,7 @@ def check(path: _Path, decode: bool = False, threads: Optional[int] = None) -> s
 def recover(path: _Path) -> list[str]: ...
 def status(path: _Path, shards: Optional[int] = None) -> str: ...
 def merge(out: _Path, dirs: Sequence[_Path]) -> str: ...
+def copy(src: _Path, dst: _Path, progress: bool = False) -> dict[str, Any]: ...
 def lint(
     paths: Sequence[_Path],
     checks: Optional[Sequence[str]] = None,
