@@ -43,6 +43,9 @@ scripts/ci/slurm-test.sh
 # missing: about 10 minutes on 2 idle cores, the difference between a
 # first and a later run of .ci/run in CONTRIBUTING.md, Slurm's installation included).
 scripts/ci/s3-test.sh
+# Directories on a real static web server (nginx-light, installed when
+# missing): read without a listing, behind a redirect, copied back.
+scripts/ci/http-test.sh
 # The reading and ingest tests once more in the pure-Rust build (zune-jpeg
 # decoding and encoding, no libjpeg-turbo).
 cargo nextest run -p gulp-codec -p gulp-store -p gulp-io -p gulp-ingest -p gulp-loader --no-default-features --no-fail-fast

@@ -13,6 +13,9 @@ pub const META_EXTENSION: &str = ".gmeta";
 /// The leading dot keeps them out of gulpio2's `data*.gulp` / `meta*.gmeta`
 /// globs, and [`parse_chunk_file_name`] never accepts them.
 pub const TEMP_PREFIX: &str = ".gulp-tmp.";
+
+/// A directory's label file: each label's number, as gulpio2 writes it.
+pub const LABEL_FILE: &str = "label2idx.json";
 /// Every record (JPEG bytes plus padding) is a multiple of this many bytes.
 pub const RECORD_ALIGN: u64 = 4;
 /// The value of every padding byte.

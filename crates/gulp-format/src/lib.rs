@@ -64,8 +64,9 @@ pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::index::{Ids, ItemSpan, MetaIndex};
 pub use crate::json::JsonSerializer;
 pub use crate::layout::{
-    ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, META_EXTENSION, META_PREFIX, PAD_BYTE,
-    RECORD_ALIGN, TEMP_PREFIX, data_file_name, meta_file_name, pad_len, parse_chunk_file_name,
+    ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, LABEL_FILE, META_EXTENSION, META_PREFIX,
+    PAD_BYTE, RECORD_ALIGN, TEMP_PREFIX, data_file_name, meta_file_name, pad_len,
+    parse_chunk_file_name,
 };
 pub use crate::media::{
     AUDIO_KEY, Audio, AudioCodec, AudioTrack, FRAME_TIMES_KEY, FrameTimes, MAX_CHANNELS,

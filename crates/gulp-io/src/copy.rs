@@ -423,7 +423,9 @@ fn download(file: &Planned, to: &Path) -> Result<bool> {
 /// local temporary file.
 #[cfg(feature = "s3")]
 fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
-    if bucket(&file.path) == bucket(to) {
+    if gulp_store::s3_bucket(&file.path).is_some()
+        && gulp_store::s3_bucket(&file.path) == gulp_store::s3_bucket(to)
+    {
         gulp_store::s3::copy(&file.path, to)?;
         // A server-side copy may tag the copy anew (one part instead of
         // many): the size, and the tag where both are whole-object tags.
@@ -438,14 +440,6 @@ fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
     let result = download(file, &local).and_then(|_| upload(&staged, to));
     let _ = fs::remove_file(&local);
     result
-}
-
-#[cfg(feature = "s3")]
-fn bucket(url: &Path) -> Option<&str> {
-    url.to_str()?
-        .strip_prefix(gulp_store::S3_SCHEME)?
-        .split('/')
-        .next()
 }
 
 #[cfg(feature = "s3")]

@@ -15,8 +15,7 @@ use gulp_format::{JsonSerializer, Map, TEMP_PREFIX, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The file name, as gulpio2 writes it.
-pub const LABEL_FILE: &str = "label2idx.json";
+pub use gulp_format::LABEL_FILE;
 
 /// Labels and their class indices, in file order.
 ///

@@ -22,6 +22,8 @@ mod v1;
 mod views;
 mod writer;
 
+use std::path::PathBuf;
+
 use pyo3::prelude::*;
 
 /// The module.
@@ -66,7 +68,15 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::set_bundled_ffmpeg, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::ffmpeg_path, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(is_remote, m)?)?;
     Ok(())
+}
+
+/// Whether `path` spells a location on the network (`s3://`, `https://`,
+/// `http://`): gulp_store's one rule, for the Python side's file tests.
+#[pyfunction]
+fn is_remote(path: PathBuf) -> bool {
+    gulp_store::is_remote(&path)
 }
 
 /// Runs the `gulp` command line with `argv` (program name first) and

@@ -23,4 +23,4 @@ pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::files::{
     DirEntry, StoredFile, file_len, list_dir, read, read_into, read_optional, write_object,
 };
-pub use crate::location::{S3_SCHEME, is_remote};
+pub use crate::location::{HTTP_SCHEMES, S3_SCHEME, is_http, is_remote, s3_bucket};

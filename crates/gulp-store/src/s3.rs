@@ -1,4 +1,9 @@
-//! Gulp directories in object storage: `s3://bucket/prefix`.
+//! Gulp directories in object storage: `s3://bucket/prefix`, and, read
+//! only, on web servers: `https://host/path` (plain servers, CDNs, the
+//! Hugging Face hub's `resolve/` URLs), through object_store's HTTP store
+//! (GET with ranges, HEAD, redirects followed). A web server is never
+//! listed: a directory's chunks are read from its index file's chunk table
+//! or found by asking for `meta_0.gmeta`, `meta_1.gmeta`, ... in turn.
 //!
 //! Paths of a remote directory are kept as `PathBuf`s spelling the URL
 //! (`s3://bucket/prefix/data_0.gulp`), so errors name the object as they
@@ -17,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as Key;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
@@ -26,16 +31,19 @@ use crate::error::{ErrorKind, Result};
 
 mod connector;
 mod credentials;
+mod web;
 
 /// The spans of one read fetched at once (each its own request).
 const SPANS_AT_ONCE: usize = 8;
 
 use crate::location::S3_SCHEME as SCHEME;
 
-/// A bucket's client and the runtime that drives it.
+/// A bucket's client (or a web server's), driven by the shared runtime.
 struct Bucket {
-    store: AmazonS3,
+    store: Arc<dyn ObjectStore>,
     name: String,
+    /// A web server: read only, never listed.
+    web: bool,
 }
 
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -222,11 +230,78 @@ fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
         .build()
         .map_err(|e| remote_err(url, None, format!("configuring the client: {e}")))?;
     let b = Arc::new(Bucket {
-        store,
+        store: Arc::new(store),
         name: name.to_owned(),
+        web: false,
     });
     map.insert(name.to_owned(), Arc::clone(&b));
     Ok(b)
+}
+
+/// The client of the web server at `origin` (`https://host[:port]`), one
+/// per origin. Plain `http://` is refused but on loopback or with
+/// `AWS_ALLOW_HTTP=true`, as for an S3 endpoint.
+fn site(origin: &str, url: &str) -> Result<Arc<Bucket>> {
+    static SITES: OnceLock<Mutex<HashMap<String, Arc<Bucket>>>> = OnceLock::new();
+    let map = SITES.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(b) = map.get(origin) {
+        return Ok(Arc::clone(b));
+    }
+    let plain = origin.starts_with("http://");
+    let host = origin
+        .split_once("://")
+        .map_or("", |(_, rest)| rest)
+        .rsplit_once(':')
+        .map_or(origin.split_once("://").map_or("", |(_, r)| r), |(h, _)| h);
+    let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
+    let consent = std::env::var("AWS_ALLOW_HTTP")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
+    if plain && !loopback && !consent {
+        return Err(remote_err(
+            url,
+            None,
+            "plain http:// is refused off loopback: use https://, or set AWS_ALLOW_HTTP=true",
+        ));
+    }
+    let store = object_store::http::HttpBuilder::new()
+        .with_url(origin)
+        .with_retry(RetryConfig {
+            max_retries: retries(),
+            retry_timeout: Duration::from_secs(30),
+            ..RetryConfig::default()
+        })
+        .with_client_options(
+            ClientOptions::new()
+                .with_allow_http(plain)
+                .with_connect_timeout(CONNECT_TIMEOUT)
+                .with_timeout(timeout()),
+        )
+        .build()
+        .map_err(|e| remote_err(url, None, format!("configuring the client: {e}")))?;
+    let b = Arc::new(Bucket {
+        store: Arc::new(store),
+        name: origin.to_owned(),
+        web: true,
+    });
+    map.insert(origin.to_owned(), Arc::clone(&b));
+    Ok(b)
+}
+
+/// `https://host[:port]/path...` as (origin, path).
+fn split_web(path: &Path) -> Result<(String, String)> {
+    let text = path.to_str().unwrap_or_default();
+    let (scheme, rest) = text
+        .split_once("://")
+        .ok_or_else(|| remote_err(text, None, "not a URL"))?;
+    let (host, key) = rest.split_once('/').unwrap_or((rest, ""));
+    if host.is_empty() {
+        return Err(remote_err(text, None, "no host name"));
+    }
+    Ok((
+        format!("{scheme}://{host}"),
+        key.trim_matches('/').to_owned(),
+    ))
 }
 
 /// One object (or prefix) of a store.
@@ -243,8 +318,18 @@ impl std::fmt::Debug for Object {
 }
 
 impl Object {
-    /// The object `path` spells (`s3://bucket/key`), with its bucket's client.
+    /// The object `path` spells (`s3://bucket/key`, or `https://host/path`
+    /// to read from a web server), with its bucket's (or server's) client.
     pub fn at(path: &Path) -> Result<Object> {
+        if crate::location::is_http(path) {
+            let (origin, key) = split_web(path)?;
+            let url = format!("{origin}/{key}");
+            return Ok(Object {
+                bucket: site(&origin, &url)?,
+                key: Key::from(key),
+                url,
+            });
+        }
         let (name, key) = split(path)?;
         let url = format!("{SCHEME}{name}/{key}");
         Ok(Object {
@@ -252,6 +337,19 @@ impl Object {
             key: Key::from(key),
             url,
         })
+    }
+
+    /// Refuses to change anything on a web server.
+    fn writable(&self) -> Result<()> {
+        if self.bucket.web {
+            return Err(remote_err(
+                &self.url,
+                None,
+                "a directory on a web server is read only (gulp copy it to a folder or a bucket \
+                 to change it)",
+            ));
+        }
+        Ok(())
     }
 
     /// The object's URL.
@@ -266,8 +364,12 @@ impl Object {
         runtime().block_on(f)
     }
 
-    /// The objects directly under this prefix.
+    /// The objects directly under this prefix (on a web server, the files
+    /// of the gulp directory there: [`web::list`]).
     pub fn list(&self) -> Result<Vec<Listed>> {
+        if self.bucket.web {
+            return web::list(self);
+        }
         count(1);
         let prefix = if self.key.as_ref().is_empty() {
             None
@@ -465,6 +567,7 @@ impl Object {
     /// Copies the object to `to` in the same store (a server-side copy: no
     /// byte passes through this process).
     pub fn copy_to(&self, to: &Object) -> Result<()> {
+        to.writable()?;
         if !Arc::ptr_eq(&self.bucket, &to.bucket) {
             return Err(remote_err(
                 &to.url,
@@ -479,6 +582,7 @@ impl Object {
 
     /// Writes the whole object.
     pub fn put(&self, bytes: Vec<u8>) -> Result<()> {
+        self.writable()?;
         count(1);
         self.run(self.bucket.store.put(&self.key, bytes.into()))
             .map(|_| ())
@@ -487,6 +591,7 @@ impl Object {
 
     /// Removes the object.
     pub fn delete(&self) -> Result<()> {
+        self.writable()?;
         count(1);
         self.run(self.bucket.store.delete(&self.key))
             .map_err(|e| self.fail(None, e))
@@ -497,10 +602,14 @@ impl Object {
         ErrorKind::RemoteNotFound {
             url: self.url.clone(),
             range: range.map(|r| (r.start, r.end)),
-            reason: format!(
-                "not found (no such object, or no bucket {:?})",
-                self.bucket.name
-            ),
+            reason: if self.bucket.web {
+                "not found (HTTP 404)".to_owned()
+            } else {
+                format!(
+                    "not found (no such object, or no bucket {:?})",
+                    self.bucket.name
+                )
+            },
         }
         .into()
     }
@@ -621,6 +730,7 @@ pub fn write(path: &Path, bytes: Vec<u8>) -> Result<()> {
 pub fn upload_file(local: &Path, url: &Path) -> Result<()> {
     use std::io::Read;
     let object = Object::at(url)?;
+    object.writable()?;
     let mut file = std::fs::File::open(local).map_err(|e| crate::Error::io("opening", local, e))?;
     let len = file
         .metadata()

@@ -239,11 +239,7 @@ fn open(dir: &Path) -> Result<GulpDirectory> {
 /// same meta: the next merge finishes it by removing the source's copy.
 #[cfg(feature = "s3")]
 fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
-    let bucket = |p: &Path| {
-        p.to_str()
-            .and_then(|t| t.strip_prefix("s3://"))
-            .map(|t| t.split('/').next().unwrap_or_default().to_owned())
-    };
+    let bucket = gulp_store::s3_bucket;
     let key = |p: &Path| p.to_string_lossy().trim_end_matches('/').to_owned();
     for dir in dirs {
         if bucket(dir).is_none() || bucket(dir) != bucket(out) {

@@ -113,8 +113,9 @@ def _chunk_location(path: _Path, meta: bool = False) -> tuple[str, int]:
 
 
 def _is_remote(path: str) -> bool:
-    """Whether ``path`` is an object-store URL (``s3://bucket/prefix``)."""
-    return path.startswith("s3://")
+    """Whether ``path`` is a URL (``s3://bucket/prefix``, ``https://host/path``):
+    the Rust side's one rule."""
+    return _gulp.is_remote(path)
 
 
 def _absolute(path: str) -> str:
