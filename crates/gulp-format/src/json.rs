@@ -20,7 +20,7 @@ pub(crate) use self::write::write_value;
 use crate::value::MAX_DEPTH;
 
 /// The ids and frame counts of a JSON meta, the whole file checked.
-pub(crate) fn read_index(bytes: &[u8]) -> Result<crate::index::MetaIndex> {
+pub(crate) fn read_index(bytes: &[u8]) -> Result<crate::meta_index::MetaIndex> {
     read::Parser::new(bytes).index()
 }
 

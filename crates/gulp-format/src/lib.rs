@@ -42,26 +42,25 @@
 #![forbid(unsafe_code)]
 
 mod choice;
-mod dir_index;
 mod error;
-mod index;
+mod index_file;
 mod json;
 mod layout;
 mod media;
 mod meta;
 mod meta_data;
+mod meta_index;
 mod msgpack;
 mod read;
 mod serializer;
 mod value;
 
 pub use crate::choice::{Choice, UnknownChoice, quoted};
-pub use crate::dir_index::{
+pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::index_file::{
     ChunkStamp, DirIndex, DirIndexWriter, INDEX_FILE, INDEX_LOCK_FILE, INDEX_MAGIC, INDEX_VERSION,
     IndexBytes, NO_LABEL,
 };
-pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::index::{Ids, ItemSpan, MetaIndex};
 pub use crate::json::JsonSerializer;
 pub use crate::layout::{
     ChunkFile, DATA_EXTENSION, DATA_PREFIX, FrameInfo, LABEL_FILE, META_EXTENSION, META_PREFIX,
@@ -74,6 +73,7 @@ pub use crate::media::{
 };
 pub use crate::meta::{ChunkMeta, ItemMeta};
 pub use crate::meta_data::MetaData;
+pub use crate::meta_index::{Ids, ItemSpan, MetaIndex};
 pub use crate::msgpack::{MsgpackSerializer, MsgpackVersion};
 pub use crate::read::{read_index, read_item, read_meta};
 pub use crate::serializer::{MSGPACK_MAGIC, MetaFormat, Serializer};

@@ -22,8 +22,8 @@ mod write;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::index::FRAME_RECORD_LEN;
 use crate::meta::ChunkMeta;
+use crate::meta_index::FRAME_RECORD_LEN;
 use crate::serializer::{MetaFormat, Serializer};
 
 // The meta_data tests decode a list the way a loaded file does.

@@ -4,9 +4,9 @@
 //! index types below them, never on each other or on this module.
 
 use crate::error::{ErrorKind, Result};
-use crate::index::{ItemSpan, MetaIndex};
 use crate::json::JsonSerializer;
 use crate::meta::{ChunkMeta, ItemMeta};
+use crate::meta_index::{ItemSpan, MetaIndex};
 use crate::msgpack::MsgpackSerializer;
 use crate::serializer::{MetaFormat, Serializer, undetected};
 

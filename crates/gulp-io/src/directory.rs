@@ -16,7 +16,7 @@ use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::index_file::{IndexPolicy, IndexState, is_index_temp};
+use crate::index_policy::{IndexPolicy, IndexState, is_index_temp};
 use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
@@ -539,11 +539,11 @@ impl GulpDirectory {
                 .all(|(_, d, m)| d.object.is_none() && m.object.is_none());
         // A file gone between the listing and its stat: no index this time.
         let stamps = (local && policy != IndexPolicy::Off)
-            .then(|| crate::index_file::stamps(&pairs).ok())
+            .then(|| crate::index_policy::stamps(&pairs).ok())
             .flatten();
         let fresh = stamps
             .as_deref()
-            .and_then(|s| match crate::index_file::state(&dir, s) {
+            .and_then(|s| match crate::index_policy::state(&dir, s) {
                 IndexState::Fresh(index) => Some(index),
                 _ => None,
             });
@@ -612,7 +612,7 @@ impl GulpDirectory {
         let Some(stamps) = &self.stamps else {
             return Ok(false);
         };
-        let Some(index) = crate::index_file::build(
+        let Some(index) = crate::index_policy::build(
             &self.dir,
             stamps,
             || self.stamps_now(),
@@ -650,7 +650,7 @@ impl GulpDirectory {
             return None;
         }
         let stamps = self.stamps_now().ok()?;
-        Some(crate::index_file::state(&self.dir, &stamps))
+        Some(crate::index_policy::state(&self.dir, &stamps))
     }
 
     /// The stamps of the chunks' files as they are now (local chunks).
@@ -660,7 +660,7 @@ impl GulpDirectory {
             .iter()
             .map(|c| (c.chunk, c.data.clone(), c.meta_source.clone()))
             .collect();
-        crate::index_file::stamps(&pairs)
+        crate::index_policy::stamps(&pairs)
     }
 
     /// The bytes the directory's index file should hold, built from its
@@ -674,7 +674,7 @@ impl GulpDirectory {
     /// are `stamps` (every meta parsed whole, a few chunks at a time on all
     /// cores), or `None` when it cannot have one.
     fn index_bytes(&self, stamps: &[ChunkStamp]) -> Result<Option<Vec<u8>>> {
-        let mut writer = DirIndexWriter::new(crate::index_file::LABEL_KEY);
+        let mut writer = DirIndexWriter::new(crate::index_policy::LABEL_KEY);
         let chunks = &self.chunks;
         // The parsed metas of one batch only are held.
         let batch = 4 * std::thread::available_parallelism().map_or(1, usize::from);

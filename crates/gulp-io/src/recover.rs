@@ -101,9 +101,10 @@ fn recover_where(dir: &Path, take: impl Fn(&str) -> bool) -> Result<Vec<Recovery
     }
     // An index file being built (its builder holds the builders' lock) is
     // no writer's leftover: kept until that build is done.
-    let index_temp = |rest: &str| crate::index_file::is_index_temp(&format!("{TEMP_PREFIX}{rest}"));
+    let index_temp =
+        |rest: &str| crate::index_policy::is_index_temp(&format!("{TEMP_PREFIX}{rest}"));
     let builders = if temps.iter().any(|rest| index_temp(rest)) {
-        crate::index_file::lock_builders(dir, false)?
+        crate::index_policy::lock_builders(dir, false)?
     } else {
         None
     };

@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString, PyTu
 
 use crate::convert::{item_to_py, to_py};
 use crate::errors::{Class, io_err};
-use crate::pool;
+use crate::pixel_pool;
 use crate::views::map_view;
 
 /// A gulp directory opened for reading (the native side of
@@ -38,7 +38,7 @@ enum Decoded {
 }
 
 /// Decodes frames `indices` of `id`: into one mapping when they share their
-/// decoded shape and come to more than [`pool::ITEM_BYTES`] (a long item),
+/// decoded shape and come to more than [`pixel_pool::ITEM_BYTES`] (a long item),
 /// else each into a pooled buffer. The frames' bytes are read together
 /// first: slices of the map locally, one coalesced request from a store.
 fn decode_frames(
@@ -54,8 +54,8 @@ fn decode_frames(
         })?;
         let len = shape.len();
         let total = len.saturating_mul(records.len());
-        if total > pool::ITEM_BYTES {
-            let mut map = pool::take_item(total).map_err(|source| {
+        if total > pixel_pool::ITEM_BYTES {
+            let mut map = pixel_pool::take_item(total).map_err(|source| {
                 gulp_io::Error::from(gulp_io::ErrorKind::Io {
                     op: "mapping memory for the frames of an item of",
                     path: reader.data_path().to_owned(),
@@ -87,7 +87,7 @@ fn decode_frames(
         .zip(&jpegs)
         .map(|((k, fi), jpeg)| {
             reader.decode_record_with(id, *k, fi.loc, jpeg, options, |shape| {
-                pool::take(shape.len())
+                pixel_pool::take(shape.len())
             })
         })
         .collect::<gulp_io::Result<_>>()
@@ -513,14 +513,14 @@ impl Directory {
         let list = PyList::empty(py);
         match decoded {
             Decoded::Item { map, shape } => {
-                for array in pool::item_arrays(py, map, shape, records.len())? {
+                for array in pixel_pool::item_arrays(py, map, shape, records.len())? {
                     list.append(array)?;
                 }
             }
             Decoded::Frames(frames) => {
-                pool::note_call(frames.iter().map(|(_, buf)| buf.capacity()).sum());
+                pixel_pool::note_call(frames.iter().map(|(_, buf)| buf.capacity()).sum());
                 for (shape, buf) in frames {
-                    list.append(pool::frame_array(py, buf, shape)?)?;
+                    list.append(pixel_pool::frame_array(py, buf, shape)?)?;
                 }
             }
         }

@@ -14,11 +14,11 @@ mod convert;
 mod directory;
 mod directory_writer;
 mod errors;
+mod gulpio1;
 mod ingest;
 mod lint;
 mod loader;
-mod pool;
-mod v1;
+mod pixel_pool;
 mod views;
 mod writer;
 
@@ -49,10 +49,10 @@ fn _gulp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec::jpeg_header, m)?)?;
     m.add_function(wrap_pyfunction!(codec::resize, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decode_image, m)?)?;
-    m.add_function(wrap_pyfunction!(v1::resample, m)?)?;
-    m.add_function(wrap_pyfunction!(v1::nearest_indices, m)?)?;
-    m.add_function(wrap_pyfunction!(v1::window_starts, m)?)?;
-    m.add_function(wrap_pyfunction!(v1::window, m)?)?;
+    m.add_function(wrap_pyfunction!(gulpio1::resample, m)?)?;
+    m.add_function(wrap_pyfunction!(gulpio1::nearest_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(gulpio1::window_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(gulpio1::window, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::ingest, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::check, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::recover, m)?)?;

@@ -13,7 +13,7 @@ use axum::routing::get;
 use gulp_io::DirectoryOptions;
 
 use crate::error::{Error, HttpError, Result};
-use crate::index::Served;
+use crate::served::Served;
 use crate::state::{AppState, blocking};
 use crate::thumbs::ThumbCache;
 
@@ -105,7 +105,7 @@ impl App {
             .route("/d/{n}/thumb", get(thumb))
             .route("/d/{n}/frame", get(frame))
             .route("/d/{n}/audio", get(crate::sound::audio))
-            .route("/d/{n}/model", get(crate::model::model_page))
+            .route("/d/{n}/model", get(crate::model_view::model_page))
             .route("/static/style.css", get(style))
             .route("/static/app.js", get(script))
             .with_state(Arc::clone(&self.state))

@@ -32,9 +32,9 @@
 mod app;
 mod error;
 mod html;
-mod index;
-mod model;
+mod model_view;
 mod pages;
+mod served;
 mod sound;
 mod state;
 mod thumbs;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::HttpError;
 use crate::html::{bars, esc, page, query, thousands};
-use crate::index::{Check, NO_CLASS, Scan, Served, label_text};
+use crate::served::{Check, NO_CLASS, Scan, Served, label_text};
 use crate::state::{AppState, blocking};
 
 type Page = std::result::Result<Html<String>, HttpError>;

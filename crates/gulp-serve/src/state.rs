@@ -6,7 +6,7 @@ use std::sync::Arc;
 use gulp_io::DirectoryOptions;
 
 use crate::error::HttpError;
-use crate::index::Served;
+use crate::served::Served;
 use crate::thumbs::ThumbCache;
 
 /// The served directories and what every request shares.

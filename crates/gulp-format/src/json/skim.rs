@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::index::{IndexBuilder, MetaIndex};
 use crate::media::{AUDIO_KEY, FRAME_TIMES_KEY, take_media};
+use crate::meta_index::{IndexBuilder, MetaIndex};
 use crate::serializer::MetaFormat;
 use crate::value::Map;
 

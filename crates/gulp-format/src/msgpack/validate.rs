@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::index::{IndexBuilder, MetaIndex};
 use crate::layout::FrameInfo;
 use crate::media::take_media;
 use crate::meta::{ChunkMeta, ItemMeta};
 use crate::meta_data::MetaData;
+use crate::meta_index::{IndexBuilder, MetaIndex};
 use crate::serializer::MetaFormat;
 
 use super::parse::{Cursor, Skip, decode_checked_list};

@@ -17,7 +17,7 @@ use super::{Listed, Object, count, received};
 use crate::error::Result;
 
 /// The index file's header, then a row of eight u64s a chunk: its number,
-/// meta length, meta mtime, data length, ... (gulp-format's `dir_index`).
+/// meta length, meta mtime, data length, ... (gulp-format's `index_file`).
 const HEADER: u64 = 96;
 const ROW: usize = 64;
 /// More chunks than this in a header is a damaged index, not a directory.

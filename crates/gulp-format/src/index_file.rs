@@ -44,10 +44,10 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::index::{Columns, FRAME_RECORD_LEN, ItemSpan, MetaIndex};
 use crate::json::JsonSerializer;
 use crate::layout::FrameInfo;
 use crate::meta::ChunkMeta;
+use crate::meta_index::{Columns, FRAME_RECORD_LEN, ItemSpan, MetaIndex};
 use crate::serializer::MetaFormat;
 use crate::value::Value;
 

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::error::HttpError;
 use crate::html::{esc, page, query};
-use crate::index::Served;
+use crate::served::Served;
 use crate::state::{AppState, blocking};
 
 /// Limits of a configuration given in a URL: what one page may decode.
