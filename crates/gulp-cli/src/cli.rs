@@ -18,7 +18,7 @@ use gulp_loader::{CropMode, LoaderOptions, Sampling, Shuffle};
 /// arguments, unreadable input).
 #[derive(Debug, Parser)]
 #[command(name = "gulp", version, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -31,7 +31,7 @@ pub struct Cli {
 /// read of each object (whole, or the ranges read) is fetched once per node
 /// into a directory that every process on the node shares.
 #[derive(Debug, Args)]
-pub struct CacheArgs {
+pub(crate) struct CacheArgs {
     /// Cache the objects of s3:// directories in DIR (default: $GULP_CACHE_DIR; none if unset).
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -56,7 +56,7 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Gulp a dataset: decode, resize and encode its frames into chunks.
     ///
     /// One subcommand per input layout (those of gulpio2's scripts). Videos
@@ -261,7 +261,7 @@ pub enum Command {
 /// Arguments of `gulp serve`.
 #[cfg(feature = "serve")]
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The gulp directories (local or s3://).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
@@ -282,7 +282,7 @@ pub struct ServeArgs {
 
 /// Arguments of `gulp merge`.
 #[derive(Debug, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The directory to merge into.
     pub out: PathBuf,
     /// The shard directories.
@@ -292,7 +292,7 @@ pub struct MergeArgs {
 
 /// Arguments of `gulp status`.
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// The output directory of the sharded ingest.
     pub dir: PathBuf,
     /// The number of tasks (read from the run's plan while it is under way).
@@ -305,7 +305,7 @@ pub struct StatusArgs {
 
 /// The input layouts `gulp ingest` reads.
 #[derive(Debug, Subcommand)]
-pub enum IngestKind {
+pub(crate) enum IngestKind {
     /// 20BN JSON videos (Something-Something, Jester): a JSON list (`.json` or
     /// `.json.gz`) of `{"id": ..., "template": ...}`; videos in
     /// `<videos_dir>/<id>/` (one video each). 8 fps unless `--frame-rate`.
@@ -468,7 +468,7 @@ pub enum IngestKind {
 
 /// Options of every `gulp ingest` subcommand.
 #[derive(Debug, Clone, Args)]
-pub struct IngestArgs {
+pub(crate) struct IngestArgs {
     /// Items per chunk.
     #[arg(
         long,
@@ -559,7 +559,7 @@ pub struct IngestArgs {
 
 /// Arguments of `gulp check`.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// Also decode every frame (on all cores) and report those that fail.
@@ -572,7 +572,7 @@ pub struct CheckArgs {
 
 /// Arguments of `gulp lint`.
 #[derive(Debug, Args)]
-pub struct LintArgs {
+pub(crate) struct LintArgs {
     /// The gulp directories (their index in the report is their position
     /// here; for copies across them, --ids-out keeps the one in the first).
     #[arg(required = true)]
@@ -610,7 +610,7 @@ pub struct LintArgs {
 
 /// A comma-separated list of lint checks.
 #[derive(Debug, Clone)]
-pub struct CheckList(pub Vec<gulp_lint::Check>);
+pub(crate) struct CheckList(pub Vec<gulp_lint::Check>);
 
 fn parse_checks(text: &str) -> Result<CheckList, String> {
     gulp_lint::Check::parse_list(text).map(CheckList)
@@ -618,7 +618,7 @@ fn parse_checks(text: &str) -> Result<CheckList, String> {
 
 /// The threshold of each check of `gulp lint` (docs/lint.md).
 #[derive(Debug, Clone, Args)]
-pub struct ThresholdArgs {
+pub(crate) struct ThresholdArgs {
     /// near_duplicate, leak: at most N of the 64 perceptual-hash bits differ.
     #[arg(long, value_name = "N", default_value_t = gulp_lint::NEAR_DISTANCE)]
     pub near_distance: u32,
@@ -671,7 +671,7 @@ pub struct ThresholdArgs {
 
 /// Arguments of `gulp dump-meta`.
 #[derive(Debug, Args)]
-pub struct DumpMetaArgs {
+pub(crate) struct DumpMetaArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// Print only this id (repeat for several, printed in the order given).
@@ -687,14 +687,14 @@ pub struct DumpMetaArgs {
 
 /// Arguments of `gulp recover`.
 #[derive(Debug, Args)]
-pub struct RecoverArgs {
+pub(crate) struct RecoverArgs {
     /// The gulp directory.
     pub dir: PathBuf,
 }
 
 /// Arguments of `gulp copy`.
 #[derive(Debug, Args)]
-pub struct CopyArgs {
+pub(crate) struct CopyArgs {
     /// The gulp directory to copy (a path or s3://bucket/prefix).
     pub src: PathBuf,
     /// Where to copy it (a path or s3://bucket/prefix).
@@ -706,7 +706,7 @@ pub struct CopyArgs {
 
 /// Arguments of `gulp preview`.
 #[derive(Debug, Args)]
-pub struct PreviewArgs {
+pub(crate) struct PreviewArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// The item to show.
@@ -734,7 +734,7 @@ pub struct PreviewArgs {
 
 /// Arguments of `gulp info`.
 #[derive(Debug, Args)]
-pub struct InfoArgs {
+pub(crate) struct InfoArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// Print the summary as JSON (with the full label list).
@@ -744,7 +744,7 @@ pub struct InfoArgs {
 
 /// Arguments of `gulp index`.
 #[derive(Debug, Args)]
-pub struct IndexArgs {
+pub(crate) struct IndexArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// Remove the index file instead.
@@ -754,7 +754,7 @@ pub struct IndexArgs {
 
 /// Arguments of `gulp convert`.
 #[derive(Debug, Args)]
-pub struct ConvertArgs {
+pub(crate) struct ConvertArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// The meta format to write.
@@ -782,7 +782,7 @@ impl From<FormatArg> for gulp_format::MetaFormat {
 
 /// Arguments of `gulp extract`.
 #[derive(Debug, Args)]
-pub struct ExtractArgs {
+pub(crate) struct ExtractArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// The item to extract (repeat for several).
@@ -816,14 +816,14 @@ pub struct ExtractArgs {
 
 /// An image format `gulp extract --decode` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImageFormatArg {
+pub(crate) enum ImageFormatArg {
     /// PNG, 8-bit gray or RGB.
     Png,
 }
 
 /// Arguments of `gulp bench`.
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// The gulp directory.
     pub dir: PathBuf,
     /// Number of threads (default: all cores; with --loader, the cores
@@ -868,7 +868,7 @@ pub struct BenchArgs {
 /// (`LoaderOptions::default()`, each option's list of names).
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Loader (with --loader)")]
-pub struct LoaderArgs {
+pub(crate) struct LoaderArgs {
     /// Frames per clip.
     #[arg(long, value_name = "T", default_value_t = LoaderOptions::default().frames)]
     pub frames: usize,
@@ -932,11 +932,11 @@ pub struct LoaderArgs {
 /// are the possible values `--help` lists, and an unknown name is an error
 /// that lists them.
 #[derive(Debug)]
-pub struct ChoiceParser<T>(std::marker::PhantomData<T>);
+pub(crate) struct ChoiceParser<T>(std::marker::PhantomData<T>);
 
 impl<T> ChoiceParser<T> {
     /// The parser.
-    pub fn new() -> ChoiceParser<T> {
+    pub(crate) fn new() -> ChoiceParser<T> {
         ChoiceParser(std::marker::PhantomData)
     }
 }
@@ -1004,7 +1004,7 @@ fn hw_text(size: Option<(usize, usize)>) -> String {
 /// A short edge in pixels, or `None` for the stored size (an alias, so that
 /// clap takes the whole `Option` from [`parse_resize`] rather than making
 /// the flag optional).
-pub type Resize = Option<usize>;
+pub(crate) type Resize = Option<usize>;
 
 /// A short edge, or `none`.
 fn parse_resize(text: &str) -> Result<Resize, String> {

@@ -36,7 +36,7 @@ static OPEN: OnceLock<DirectoryOptions> = OnceLock::new();
 /// Sets the node cache of remote directories from the command line
 /// (`--cache-dir`, `--cache-limit`, `--cache-fetch`, `--no-cache`) and the
 /// environment.
-pub fn set_cache(args: &CacheArgs) -> Result<()> {
+pub(crate) fn set_cache(args: &CacheArgs) -> Result<()> {
     let needs_dir = !args.no_cache
         && args.cache_dir.is_none()
         && (args.cache_limit.is_some() || args.cache_fetch.is_some());
@@ -98,7 +98,7 @@ pub(crate) fn directory_options() -> DirectoryOptions {
 }
 
 /// Runs one subcommand.
-pub fn run(command: Command) -> Result<Outcome> {
+pub(crate) fn run(command: Command) -> Result<Outcome> {
     match command {
         Command::Ingest(kind) => ingest::run(kind),
         Command::Check(args) => check::run(&args),

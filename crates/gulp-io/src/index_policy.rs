@@ -120,7 +120,7 @@ pub(crate) fn stamps(pairs: &[(u64, StoredFile, StoredFile)]) -> Result<Vec<Chun
 }
 
 /// The index file of `dir` checked against the chunks' `stamps`.
-pub fn state(dir: &Path, stamps: &[ChunkStamp]) -> IndexState {
+pub(crate) fn state(dir: &Path, stamps: &[ChunkStamp]) -> IndexState {
     let path = dir.join(INDEX_FILE);
     let file = match File::open(&path) {
         Ok(file) => file,

@@ -27,13 +27,13 @@ pub(crate) struct Groups {
 }
 
 impl Groups {
-    pub fn new(n: usize) -> Groups {
+    pub(crate) fn new(n: usize) -> Groups {
         Groups {
             parent: (0..n).collect(),
         }
     }
 
-    pub fn find(&mut self, mut i: usize) -> usize {
+    pub(crate) fn find(&mut self, mut i: usize) -> usize {
         while self.parent[i] != i {
             self.parent[i] = self.parent[self.parent[i]];
             i = self.parent[i];
@@ -43,7 +43,7 @@ impl Groups {
 
     /// Joins the groups of `a` and `b` (the smaller index becomes the root,
     /// so that a group's root is its first member).
-    pub fn union(&mut self, a: usize, b: usize) {
+    pub(crate) fn union(&mut self, a: usize, b: usize) {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra != rb {
             let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
@@ -53,7 +53,7 @@ impl Groups {
 
     /// The groups of more than one member, each sorted, in the order of
     /// their first member.
-    pub fn multi(mut self) -> Vec<Vec<usize>> {
+    pub(crate) fn multi(mut self) -> Vec<Vec<usize>> {
         let n = self.parent.len();
         let mut by_root: Vec<Vec<usize>> = vec![Vec::new(); n];
         for i in 0..n {

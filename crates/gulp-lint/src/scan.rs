@@ -41,7 +41,7 @@ pub(crate) struct Signature {
 impl Signature {
     /// The distance of sample `k` of two items: the least over whole/whole,
     /// centre/whole and whole/centre.
-    pub fn distance(&self, other: &Signature, k: usize) -> u32 {
+    pub(crate) fn distance(&self, other: &Signature, k: usize) -> u32 {
         let d = |a: u64, b: u64| (a ^ b).count_ones();
         d(self.full[k], other.full[k])
             .min(d(self.centre[k], other.full[k]))

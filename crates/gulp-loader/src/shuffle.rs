@@ -33,7 +33,7 @@ const WINDOW: u64 = 0x5749_4e44; // "WIND"
 /// samples of one chunk keep their relative order before the window's
 /// shuffle, so the result depends only on the seed, the epoch, the world
 /// size and the list given.
-pub fn block_shuffle<T: Copy, K: Ord + Copy>(
+pub(crate) fn block_shuffle<T: Copy, K: Ord + Copy>(
     samples: &mut [T],
     chunk: impl Fn(&T) -> K,
     window: usize,

@@ -46,14 +46,14 @@ pub(crate) struct HttpError {
 }
 
 impl HttpError {
-    pub fn not_found(message: impl Into<String>) -> HttpError {
+    pub(crate) fn not_found(message: impl Into<String>) -> HttpError {
         HttpError {
             status: StatusCode::NOT_FOUND,
             message: message.into(),
         }
     }
 
-    pub fn bad_request(message: impl Into<String>) -> HttpError {
+    pub(crate) fn bad_request(message: impl Into<String>) -> HttpError {
         HttpError {
             status: StatusCode::BAD_REQUEST,
             message: message.into(),
@@ -61,7 +61,7 @@ impl HttpError {
     }
 
     /// The data could not be read (a damaged chunk, a failing store).
-    pub fn data(e: impl std::fmt::Display) -> HttpError {
+    pub(crate) fn data(e: impl std::fmt::Display) -> HttpError {
         HttpError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: e.to_string(),

@@ -76,7 +76,7 @@ pub(crate) fn label_text(value: &Value) -> Option<String> {
 }
 
 impl Served {
-    pub fn new(name: String, dir: GulpDirectory, label_key: String) -> Served {
+    pub(crate) fn new(name: String, dir: GulpDirectory, label_key: String) -> Served {
         let mut starts = Vec::with_capacity(dir.chunks().len() + 1);
         let mut at = 0;
         for chunk in dir.chunks() {
@@ -109,12 +109,12 @@ impl Served {
     }
 
     /// Number of items.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.starts.last().copied().unwrap_or(0)
     }
 
     /// The chunk and position in it of the item at `pos`.
-    pub fn locate(&self, pos: usize) -> Option<(usize, usize)> {
+    pub(crate) fn locate(&self, pos: usize) -> Option<(usize, usize)> {
         if pos >= self.len() {
             return None;
         }
@@ -123,18 +123,18 @@ impl Served {
     }
 
     /// The id and frame count of the item at `pos`.
-    pub fn item_at(&self, pos: usize) -> Option<(&str, u64)> {
+    pub(crate) fn item_at(&self, pos: usize) -> Option<(&str, u64)> {
         let (chunk, k) = self.locate(pos)?;
         let index = self.dir.chunks()[chunk].index();
         Some((index.id(k)?, index.item_frames(k)?))
     }
 
-    pub fn read_scan(&self) -> std::sync::RwLockReadGuard<'_, Scan> {
+    pub(crate) fn read_scan(&self) -> std::sync::RwLockReadGuard<'_, Scan> {
         self.scan.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Item positions in the order `key` asks (`id` or `frames`).
-    pub fn sorted(&self, key: &str) -> &[u32] {
+    pub(crate) fn sorted(&self, key: &str) -> &[u32] {
         let cell = if key == "id" {
             &self.by_id
         } else {
@@ -163,7 +163,7 @@ impl Served {
     /// Reads every chunk's meta in order (not kept), adding classes and
     /// frame sizes to the scan as each chunk is done; then checks the
     /// directory. Runs on a thread of its own; `stop` ends it early.
-    pub fn run_scan(self: &Arc<Self>, stop: &AtomicBool) {
+    pub(crate) fn run_scan(self: &Arc<Self>, stop: &AtomicBool) {
         for (k, chunk) in self.dir.chunks().iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 return;

@@ -20,7 +20,7 @@ pub(crate) struct AppState {
 
 impl AppState {
     /// Directory `n` of the command line.
-    pub fn dir(&self, n: usize) -> std::result::Result<&Arc<Served>, HttpError> {
+    pub(crate) fn dir(&self, n: usize) -> std::result::Result<&Arc<Served>, HttpError> {
         self.dirs
             .get(n)
             .ok_or_else(|| HttpError::not_found(format!("no directory {n}")))

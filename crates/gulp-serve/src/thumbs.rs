@@ -29,19 +29,19 @@ struct Inner {
 }
 
 impl ThumbCache {
-    pub fn new(limit: usize) -> ThumbCache {
+    pub(crate) fn new(limit: usize) -> ThumbCache {
         ThumbCache {
             limit,
             inner: Mutex::new(Inner::default()),
         }
     }
 
-    pub fn get(&self, key: &Key) -> Option<Arc<Vec<u8>>> {
+    pub(crate) fn get(&self, key: &Key) -> Option<Arc<Vec<u8>>> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.map.get(key).cloned()
     }
 
-    pub fn put(&self, key: Key, jpeg: Arc<Vec<u8>>) {
+    pub(crate) fn put(&self, key: Key, jpeg: Arc<Vec<u8>>) {
         if jpeg.len() > self.limit {
             return;
         }
@@ -65,7 +65,7 @@ impl ThumbCache {
 
     /// Bytes held.
     #[cfg(test)]
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

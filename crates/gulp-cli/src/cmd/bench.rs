@@ -60,7 +60,7 @@ impl Tally {
     }
 }
 
-pub fn run(args: &BenchArgs) -> Result<Outcome> {
+pub(super) fn run(args: &BenchArgs) -> Result<Outcome> {
     if args.loader {
         return run_loader(args);
     }

@@ -17,7 +17,7 @@ struct JsonReport<'a> {
     report: &'a Report,
 }
 
-pub fn run(args: &CheckArgs) -> Result<Outcome> {
+pub(super) fn run(args: &CheckArgs) -> Result<Outcome> {
     let options = Options {
         decode: args.decode,
         threads: super::threads(None),

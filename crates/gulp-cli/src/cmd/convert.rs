@@ -11,7 +11,7 @@ use gulp_io::ChunkReader;
 use crate::Outcome;
 use crate::cli::ConvertArgs;
 
-pub fn run(args: &ConvertArgs) -> Result<Outcome> {
+pub(super) fn run(args: &ConvertArgs) -> Result<Outcome> {
     let target = MetaFormat::from(args.to);
     // The index file is read if fresh (the chunks listed without a table
     // of every id) and written once, after the metas it describes are

@@ -9,7 +9,7 @@ use super::human_bytes;
 use crate::Outcome;
 use crate::cli::CopyArgs;
 
-pub fn run(args: &CopyArgs) -> Result<Outcome> {
+pub(super) fn run(args: &CopyArgs) -> Result<Outcome> {
     let mut progress = |step: &CopyStep<'_>| {
         if !args.quiet {
             let what = match step.action {

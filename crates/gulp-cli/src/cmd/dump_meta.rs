@@ -9,7 +9,7 @@ use gulp_io::GulpDirectory;
 use crate::Outcome;
 use crate::cli::DumpMetaArgs;
 
-pub fn run(args: &DumpMetaArgs) -> Result<Outcome> {
+pub(super) fn run(args: &DumpMetaArgs) -> Result<Outcome> {
     let gulp = super::open_dir(&args.dir)?;
     let indices: Vec<usize> = match args.chunk {
         Some(n) => match gulp.chunks().iter().position(|c| c.chunk == n) {

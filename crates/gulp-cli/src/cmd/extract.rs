@@ -12,7 +12,7 @@ use gulp_io::{ChunkReader, Selection};
 use crate::Outcome;
 use crate::cli::{ExtractArgs, ImageFormatArg};
 
-pub fn run(args: &ExtractArgs) -> Result<Outcome> {
+pub(super) fn run(args: &ExtractArgs) -> Result<Outcome> {
     // A bad selection is reported before anything is opened or written.
     let selection = Selection::parse(&super::selection(&args.select, &args.frames))?;
     let gulp = super::open_dir(&args.dir)?;

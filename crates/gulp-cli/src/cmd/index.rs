@@ -9,7 +9,7 @@ use gulp_io::{GulpDirectory, IndexPolicy, IndexState};
 use crate::Outcome;
 use crate::cli::IndexArgs;
 
-pub fn run(args: &IndexArgs) -> Result<Outcome> {
+pub(super) fn run(args: &IndexArgs) -> Result<Outcome> {
     let start = Instant::now();
     let path = args.dir.join(gulp_io::gulp_format::INDEX_FILE);
     let open = |policy| {

@@ -77,7 +77,7 @@ struct Labels {
     names: Vec<String>,
 }
 
-pub fn run(args: &InfoArgs) -> Result<Outcome> {
+pub(super) fn run(args: &InfoArgs) -> Result<Outcome> {
     let info = summarise(args)?;
     let mut out = super::stdout();
     if args.json {

@@ -18,7 +18,7 @@ use crate::Outcome;
 use crate::cli::{IngestArgs, IngestKind};
 
 /// Runs `gulp ingest <kind>`.
-pub fn run(kind: IngestKind) -> Result<Outcome> {
+pub(super) fn run(kind: IngestKind) -> Result<Outcome> {
     let (request, args, seed) = request(kind)?;
     let dataset = request.dataset().with_context(|| {
         format!(

@@ -9,7 +9,7 @@ use gulp_lint::{Check, Options, Report, Thresholds};
 use crate::Outcome;
 use crate::cli::{LintArgs, ThresholdArgs};
 
-pub fn run(args: &LintArgs) -> Result<Outcome> {
+pub(super) fn run(args: &LintArgs) -> Result<Outcome> {
     let options = Options {
         checks: args
             .checks
@@ -48,7 +48,7 @@ pub fn run(args: &LintArgs) -> Result<Outcome> {
 }
 
 /// The thresholds of the command line.
-pub fn thresholds(t: &ThresholdArgs) -> Thresholds {
+pub(super) fn thresholds(t: &ThresholdArgs) -> Thresholds {
     Thresholds {
         near_distance: t.near_distance,
         dark: t.dark,
@@ -68,7 +68,7 @@ pub fn thresholds(t: &ThresholdArgs) -> Thresholds {
 }
 
 /// Prints the table of a report.
-pub fn print(report: &Report) -> Result<()> {
+pub(super) fn print(report: &Report) -> Result<()> {
     let mut out = super::stdout();
     out.write_all(report.table().as_bytes())?;
     out.flush()?;

@@ -9,7 +9,7 @@ use gulp_io::LABEL_FILE;
 use crate::Outcome;
 use crate::cli::MergeArgs;
 
-pub fn run(args: &MergeArgs) -> Result<Outcome> {
+pub(super) fn run(args: &MergeArgs) -> Result<Outcome> {
     let bar = super::progress("chunks moved");
     let report =
         gulp_ingest::shard::merge_with_progress(&args.out, &args.dirs, &mut |n| bar.inc(n as u64))?;

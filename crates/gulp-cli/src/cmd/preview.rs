@@ -23,15 +23,15 @@ use crate::Outcome;
 use crate::cli::PreviewArgs;
 
 /// Height of the strip with the id and the label, in pixels.
-pub const HEADER: u32 = 12;
+pub(super) const HEADER: u32 = 12;
 /// Height of the strip with the frame index under each tile, in pixels.
-pub const CAPTION: u32 = 10;
+pub(super) const CAPTION: u32 = 10;
 /// Cells per row of the contact sheet.
-pub const COLUMNS: u32 = 8;
+pub(super) const COLUMNS: u32 = 8;
 /// Frame time of the animation: 8 frames per second, gulpio2's default rate.
 const FRAME_MS: u32 = 125;
 
-pub fn run(args: &PreviewArgs) -> Result<Outcome> {
+pub(super) fn run(args: &PreviewArgs) -> Result<Outcome> {
     let text = super::selection(&args.select, &args.frames);
     let selection = Selection::parse(&text)?;
     let gulp = super::open_dir(&args.dir)?;
@@ -92,7 +92,7 @@ fn label_of(meta: &Value) -> Option<String> {
 }
 
 /// One frame resized by its short edge to `size` (gulp's ingest resizer).
-pub fn tile(
+pub(super) fn tile(
     image: gulp_codec::Image,
     size: u32,
     resizer: &mut fast_image_resize::Resizer,

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use crate::Outcome;
 use crate::cli::RecoverArgs;
 
-pub fn run(args: &RecoverArgs) -> Result<Outcome> {
+pub(super) fn run(args: &RecoverArgs) -> Result<Outcome> {
     let dir = &args.dir;
     // The lock an ingest holds on the directory: recovering under a running
     // writer would remove its temporary files.

@@ -8,7 +8,7 @@ use gulp_serve::{App, Options};
 use crate::Outcome;
 use crate::cli::ServeArgs;
 
-pub fn run(args: &ServeArgs) -> Result<Outcome> {
+pub(super) fn run(args: &ServeArgs) -> Result<Outcome> {
     let addr: SocketAddr = match args.host.parse::<IpAddr>() {
         Ok(ip) => SocketAddr::new(ip, args.port),
         Err(_) => (args.host.as_str(), args.port)

@@ -8,7 +8,7 @@ use anyhow::Result;
 use crate::Outcome;
 use crate::cli::StatusArgs;
 
-pub fn run(args: &StatusArgs) -> Result<Outcome> {
+pub(super) fn run(args: &StatusArgs) -> Result<Outcome> {
     let status = gulp_ingest::shard::status(&args.dir, args.shards.map(|n| n.get()))?;
     let (shards, remote) = (status.shards, status.in_bucket);
     let mut out = super::stdout();

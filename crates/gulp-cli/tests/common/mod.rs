@@ -8,17 +8,17 @@ use gulp_format::{ChunkMeta, FrameInfo, MetaFormat, Value, read_meta};
 use gulp_io::ChunkWriter;
 
 /// The `gulp` binary built for these tests.
-pub fn gulp() -> assert_cmd::Command {
+pub(crate) fn gulp() -> assert_cmd::Command {
     assert_cmd::Command::new(env!("CARGO_BIN_EXE_gulp"))
 }
 
 /// `tests/data/fixtures` at the repository root.
-pub fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/fixtures")
 }
 
 /// Every fixture directory written by gulpio2 or GulpIO v1.
-pub fn fixture_cases() -> Vec<PathBuf> {
+pub(crate) fn fixture_cases() -> Vec<PathBuf> {
     let mut cases = Vec::new();
     for implementation in ["gulpio2", "gulpio1"] {
         for entry in std::fs::read_dir(fixtures().join(implementation)).unwrap() {
@@ -35,7 +35,7 @@ pub fn fixture_cases() -> Vec<PathBuf> {
 
 /// A test JPEG from gulp-io's test data (`white-8x8`, `noise-24x16`,
 /// `black-gray-8x8`) or its bench data (`photo-176x100`).
-pub fn jpeg(name: &str) -> Vec<u8> {
+pub(crate) fn jpeg(name: &str) -> Vec<u8> {
     let io = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gulp-io");
     let path = if name == "photo-176x100" {
         io.join("benches/data").join(format!("{name}.jpg"))
@@ -46,7 +46,7 @@ pub fn jpeg(name: &str) -> Vec<u8> {
 }
 
 /// Copies a flat directory.
-pub fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -55,7 +55,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A copy of a fixture in a fresh temporary directory.
-pub fn fixture_copy(case: &Path) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn fixture_copy(case: &Path) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(case.file_name().unwrap());
     copy_dir(case, &dir);
@@ -65,7 +65,7 @@ pub fn fixture_copy(case: &Path) -> (tempfile::TempDir, PathBuf) {
 /// A clean directory: chunk 0 (JSON meta) holds "a" (white, noise,
 /// black-gray) and "b" (photo, white); chunk 1 (msgpack meta, with
 /// checksums) holds "c" (noise, white).
-pub fn clean_dir() -> tempfile::TempDir {
+pub(crate) fn clean_dir() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let mut w = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
@@ -102,17 +102,17 @@ pub fn clean_dir() -> tempfile::TempDir {
 }
 
 /// The parsed meta of chunk `n`.
-pub fn meta(dir: &Path, n: u64) -> ChunkMeta {
+pub(crate) fn meta(dir: &Path, n: u64) -> ChunkMeta {
     read_meta(&std::fs::read(dir.join(format!("meta_{n}.gmeta"))).unwrap()).unwrap()
 }
 
 /// Frame `k` of `id` in chunk `n`.
-pub fn frame_info(dir: &Path, n: u64, id: &str, k: usize) -> FrameInfo {
+pub(crate) fn frame_info(dir: &Path, n: u64, id: &str, k: usize) -> FrameInfo {
     meta(dir, n).get(id).unwrap().frame_info[k]
 }
 
 /// Overwrites bytes of a file at `offset`.
-pub fn patch(path: &Path, offset: u64, bytes: &[u8]) {
+pub(crate) fn patch(path: &Path, offset: u64, bytes: &[u8]) {
     let mut data = std::fs::read(path).unwrap();
     let at = usize::try_from(offset).unwrap();
     data[at..at + bytes.len()].copy_from_slice(bytes);
@@ -120,6 +120,6 @@ pub fn patch(path: &Path, offset: u64, bytes: &[u8]) {
 }
 
 /// stdout of a finished command as text.
-pub fn stdout_of(output: &std::process::Output) -> String {
+pub(crate) fn stdout_of(output: &std::process::Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }

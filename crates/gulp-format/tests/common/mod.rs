@@ -6,7 +6,7 @@ use gulp_format::{
 };
 use proptest::prelude::*;
 
-pub fn float() -> impl Strategy<Value = f64> {
+pub(crate) fn float() -> impl Strategy<Value = f64> {
     prop_oneof![
         any::<f64>(),
         Just(f64::NAN),
@@ -19,11 +19,11 @@ pub fn float() -> impl Strategy<Value = f64> {
     ]
 }
 
-pub fn big_int() -> impl Strategy<Value = BigInt> {
+pub(crate) fn big_int() -> impl Strategy<Value = BigInt> {
     ("-?[1-9][0-9]{19,40}").prop_filter_map("outside i64", |s| BigInt::new(&s))
 }
 
-pub fn text() -> impl Strategy<Value = String> {
+pub(crate) fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z0-9_]{0,8}",
         any::<String>(),
@@ -31,7 +31,7 @@ pub fn text() -> impl Strategy<Value = String> {
     ]
 }
 
-pub fn value() -> impl Strategy<Value = Value> {
+pub(crate) fn value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
@@ -49,7 +49,7 @@ pub fn value() -> impl Strategy<Value = Value> {
     })
 }
 
-pub fn frame_info() -> impl Strategy<Value = FrameInfo> {
+pub(crate) fn frame_info() -> impl Strategy<Value = FrameInfo> {
     prop_oneof![
         (0u64..1 << 40, 0u64..4, 0u64..1 << 20).prop_map(|(loc, pad, length)| FrameInfo {
             loc,
@@ -147,13 +147,13 @@ fn audio() -> impl Strategy<Value = Option<Audio>> {
 }
 
 /// A chunk meta with what JSON can hold (no checksums, no metalayers).
-pub fn json_meta() -> impl Strategy<Value = ChunkMeta> {
+pub(crate) fn json_meta() -> impl Strategy<Value = ChunkMeta> {
     prop::collection::vec((text(), item(false, false)), 0..8)
         .prop_map(|items| items.into_iter().collect())
 }
 
 /// A chunk meta using every msgpack feature.
-pub fn msgpack_meta() -> impl Strategy<Value = ChunkMeta> {
+pub(crate) fn msgpack_meta() -> impl Strategy<Value = ChunkMeta> {
     any::<bool>().prop_flat_map(|checksums| {
         prop::collection::vec((text(), item(checksums, true)), 0..8)
             .prop_map(|items| items.into_iter().collect())
