@@ -431,8 +431,7 @@ fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
         // many): the size, and the tag where both are whole-object tags.
         return verify_object(&file.path, to, file.size, file.etag.as_deref());
     }
-    let dir = tempfile_dir()?;
-    let local = dir.join(format!("{COPY_TEMP}{}", file.name));
+    let local = std::env::temp_dir().join(format!("{COPY_TEMP}{}", file.name));
     let staged = Planned {
         path: local.clone(),
         ..file.clone()
@@ -440,19 +439,6 @@ fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
     let result = download(file, &local).and_then(|_| upload(&staged, to));
     let _ = fs::remove_file(&local);
     result
-}
-
-#[cfg(feature = "s3")]
-fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir();
-    if dir.is_dir() {
-        Ok(dir)
-    } else {
-        Err(invalid(
-            &dir,
-            "no temporary folder for a copy across buckets",
-        ))
-    }
 }
 
 #[cfg(not(feature = "s3"))]

@@ -184,108 +184,115 @@ fn from_env(url: &str) -> Result<AmazonS3Builder> {
     Ok(builder)
 }
 
-fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
-    static BUCKETS: OnceLock<Mutex<HashMap<String, Arc<Bucket>>>> = OnceLock::new();
-    let map = BUCKETS.get_or_init(Default::default);
+/// The client named `name` (a bucket's name, or a web server's origin: an
+/// origin holds "://", a bucket name cannot), made by `make` on first use
+/// and shared by every object of it.
+fn client(name: &str, make: impl FnOnce() -> Result<Bucket>) -> Result<Arc<Bucket>> {
+    static CLIENTS: OnceLock<Mutex<HashMap<String, Arc<Bucket>>>> = OnceLock::new();
+    let map = CLIENTS.get_or_init(Default::default);
     let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(b) = map.get(name) {
         return Ok(Arc::clone(b));
     }
-    let retry = RetryConfig {
+    let b = Arc::new(make()?);
+    map.insert(name.to_owned(), Arc::clone(&b));
+    Ok(b)
+}
+
+/// Retries and timeouts, the same for every client.
+fn retry_config() -> RetryConfig {
+    RetryConfig {
         max_retries: retries(),
         retry_timeout: Duration::from_secs(30),
         ..RetryConfig::default()
-    };
-    let timeout = timeout();
-    let allow_http = std::env::var("AWS_ALLOW_HTTP")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
-    let mut builder = from_env(url)?
-        .with_bucket_name(name)
-        .with_retry(retry)
-        .with_client_options(
-            // (Replaces the client options `from_env` read: AWS_ALLOW_HTTP
-            // is read again here.)
-            ClientOptions::new()
-                .with_allow_http(allow_http)
-                .with_connect_timeout(CONNECT_TIMEOUT)
-                .with_timeout(timeout),
-        );
-    // Path-style requests (`endpoint/bucket/key`) where an endpoint is
-    // given: what S3-compatible servers on one host name expect.
-    let endpoint = std::env::var("AWS_ENDPOINT_URL")
-        .or_else(|_| std::env::var("AWS_ENDPOINT"))
-        .ok();
-    if endpoint.is_some() {
-        builder = builder.with_virtual_hosted_style_request(false);
     }
-    // A plain-HTTP endpoint gets the client that acknowledges at once
-    // (src/s3/connector.rs, which says when).
-    if connector::wanted(allow_http, endpoint.as_deref()) {
-        builder = builder.with_http_connector(connector::QuickAckConnector {
-            connect_timeout: CONNECT_TIMEOUT,
-            timeout,
-        });
+}
+
+fn client_options(allow_http: bool) -> ClientOptions {
+    ClientOptions::new()
+        .with_allow_http(allow_http)
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_timeout(timeout())
+}
+
+/// `AWS_ALLOW_HTTP`: consent to plain http, for S3 endpoints and web
+/// servers alike.
+fn allow_http_env() -> bool {
+    std::env::var("AWS_ALLOW_HTTP")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+fn bucket(name: &str, url: &str) -> Result<Arc<Bucket>> {
+    client(name, || {
+        let allow_http = allow_http_env();
+        // (The client options replace those `from_env` read: AWS_ALLOW_HTTP
+        // is read again here.)
+        let mut builder = from_env(url)?
+            .with_bucket_name(name)
+            .with_retry(retry_config())
+            .with_client_options(client_options(allow_http));
+        // Path-style requests (`endpoint/bucket/key`) where an endpoint is
+        // given: what S3-compatible servers on one host name expect.
+        let endpoint = std::env::var("AWS_ENDPOINT_URL")
+            .or_else(|_| std::env::var("AWS_ENDPOINT"))
+            .ok();
+        if endpoint.is_some() {
+            builder = builder.with_virtual_hosted_style_request(false);
+        }
+        // A plain-HTTP endpoint gets the client that acknowledges at once
+        // (src/s3/connector.rs, which says when).
+        if connector::wanted(allow_http, endpoint.as_deref()) {
+            builder = builder.with_http_connector(connector::QuickAckConnector {
+                connect_timeout: CONNECT_TIMEOUT,
+                timeout: timeout(),
+            });
+        }
+        let store = builder
+            .build()
+            .map_err(|e| remote_err(url, None, format!("configuring the client: {e}")))?;
+        Ok(Bucket {
+            store: Arc::new(store),
+            name: name.to_owned(),
+            web: false,
+        })
+    })
+}
+
+/// The host of an origin (`http://127.0.0.1:8080` gives `127.0.0.1`).
+fn host(origin: &str) -> &str {
+    let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
     }
-    let store = builder
-        .build()
-        .map_err(|e| remote_err(url, None, format!("configuring the client: {e}")))?;
-    let b = Arc::new(Bucket {
-        store: Arc::new(store),
-        name: name.to_owned(),
-        web: false,
-    });
-    map.insert(name.to_owned(), Arc::clone(&b));
-    Ok(b)
 }
 
 /// The client of the web server at `origin` (`https://host[:port]`), one
 /// per origin. Plain `http://` is refused but on loopback or with
 /// `AWS_ALLOW_HTTP=true`, as for an S3 endpoint.
 fn site(origin: &str, url: &str) -> Result<Arc<Bucket>> {
-    static SITES: OnceLock<Mutex<HashMap<String, Arc<Bucket>>>> = OnceLock::new();
-    let map = SITES.get_or_init(Default::default);
-    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(b) = map.get(origin) {
-        return Ok(Arc::clone(b));
-    }
-    let plain = origin.starts_with("http://");
-    let host = origin
-        .split_once("://")
-        .map_or("", |(_, rest)| rest)
-        .rsplit_once(':')
-        .map_or(origin.split_once("://").map_or("", |(_, r)| r), |(h, _)| h);
-    let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
-    let consent = std::env::var("AWS_ALLOW_HTTP")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"));
-    if plain && !loopback && !consent {
-        return Err(remote_err(
-            url,
-            None,
-            "plain http:// is refused off loopback: use https://, or set AWS_ALLOW_HTTP=true",
-        ));
-    }
-    let store = object_store::http::HttpBuilder::new()
-        .with_url(origin)
-        .with_retry(RetryConfig {
-            max_retries: retries(),
-            retry_timeout: Duration::from_secs(30),
-            ..RetryConfig::default()
+    client(origin, || {
+        let plain = origin.starts_with("http://");
+        let loopback = matches!(host(origin), "127.0.0.1" | "localhost" | "[::1]");
+        if plain && !loopback && !allow_http_env() {
+            return Err(remote_err(
+                url,
+                None,
+                "plain http:// is refused off loopback: use https://, or set AWS_ALLOW_HTTP=true",
+            ));
+        }
+        let store = object_store::http::HttpBuilder::new()
+            .with_url(origin)
+            .with_retry(retry_config())
+            .with_client_options(client_options(plain))
+            .build()
+            .map_err(|e| remote_err(url, None, format!("configuring the client: {e}")))?;
+        Ok(Bucket {
+            store: Arc::new(store),
+            name: origin.to_owned(),
+            web: true,
         })
-        .with_client_options(
-            ClientOptions::new()
-                .with_allow_http(plain)
-                .with_connect_timeout(CONNECT_TIMEOUT)
-                .with_timeout(timeout()),
-        )
-        .build()
-        .map_err(|e| remote_err(url, None, format!("configuring the client: {e}")))?;
-    let b = Arc::new(Bucket {
-        store: Arc::new(store),
-        name: origin.to_owned(),
-        web: true,
-    });
-    map.insert(origin.to_owned(), Arc::clone(&b));
-    Ok(b)
+    })
 }
 
 /// `https://host[:port]/path...` as (origin, path).
@@ -780,6 +787,14 @@ pub fn remove(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_origin_s_host_is_told_from_its_port() {
+        assert_eq!(host("http://127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(host("https://example.org"), "example.org");
+        assert_eq!(host("http://[::1]:80"), "[::1]");
+        assert_eq!(host("http://[::1]"), "[::1]");
+    }
 
     #[test]
     fn urls_split_into_bucket_and_key() {

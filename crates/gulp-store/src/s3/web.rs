@@ -10,7 +10,6 @@
 
 use futures::future::join_all;
 use gulp_format::{INDEX_FILE, INDEX_MAGIC, LABEL_FILE, data_file_name, meta_file_name};
-use object_store::GetRange;
 use object_store::path::Path as Key;
 
 use super::{Listed, Object, count, received};
@@ -77,21 +76,12 @@ fn named(dir: &Object, name: &str) -> Object {
     }
 }
 
-/// Bytes `range` of the index file.
+/// Bytes `range` of the index file (fewer where the file is shorter).
 fn index_bytes(dir: &Object, range: std::ops::Range<u64>) -> Result<bytes::Bytes> {
     count(1);
     let index = named(dir, INDEX_FILE);
     let bytes = dir
-        .run(dir.bucket.store.get_opts(
-            &index.key,
-            object_store::GetOptions {
-                range: Some(GetRange::Bounded(range.clone())),
-                ..Default::default()
-            },
-        ))
-        .map_err(|e| index.fail(Some(&range), e))?;
-    let bytes = dir
-        .run(bytes.bytes())
+        .run(dir.bucket.store.get_range(&index.key, range.clone()))
         .map_err(|e| index.fail(Some(&range), e))?;
     received(bytes.len());
     Ok(bytes)
@@ -148,32 +138,28 @@ fn probe(dir: &Object) -> Result<Vec<Listed>> {
             .flat_map(|n| [data_file_name(n), meta_file_name(n)])
             .collect();
         count(names.len() as u64);
-        let answers = dir.run(async {
-            let heads = names.iter().map(|name| {
-                let key = child(dir, name);
-                let store = &dir.bucket.store;
-                async move { store.head(&key).await }
-            });
-            Ok(join_all(heads).await)
+        let heads = names.iter().map(|name| {
+            let key = child(dir, name);
+            let store = &dir.bucket.store;
+            async move { store.head(&key).await }
         });
-        let answers = answers.map_err(|e| dir.fail(None, e))?;
-        for (pair, names) in answers.chunks(2).zip(names.chunks(2)) {
+        let mut answers = super::runtime().block_on(join_all(heads)).into_iter();
+        for pair in names.chunks(2) {
             let mut found = false;
-            for (answer, name) in pair.iter().zip(names) {
-                match answer {
-                    Ok(meta) => {
+            for name in pair {
+                match answers.next() {
+                    Some(Ok(meta)) => {
                         found = true;
                         out.push(Listed {
                             name: name.clone(),
                             size: meta.size,
-                            etag: meta.e_tag.clone(),
+                            etag: meta.e_tag,
                         });
                     }
-                    Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) if absent(e) && !out.is_empty() => {}
-                    Err(e) => {
-                        return Err(named(dir, name).fail(None, clone_error(e)));
-                    }
+                    // A 403 is "not there" once a chunk was found.
+                    Some(Err(e)) if is_404(&e) || (absent(&e) && !out.is_empty()) => {}
+                    Some(Err(e)) => return Err(named(dir, name).fail(None, e)),
+                    None => {}
                 }
             }
             if !found {
@@ -184,6 +170,10 @@ fn probe(dir: &Object) -> Result<Vec<Listed>> {
     }
 }
 
+fn is_404(e: &object_store::Error) -> bool {
+    matches!(e, object_store::Error::NotFound { .. })
+}
+
 /// Whether a server's answer means the file is not there: 404, or 403 as
 /// servers in front of private buckets answer.
 fn absent(e: &object_store::Error) -> bool {
@@ -191,12 +181,4 @@ fn absent(e: &object_store::Error) -> bool {
         e,
         object_store::Error::NotFound { .. } | object_store::Error::PermissionDenied { .. }
     )
-}
-
-/// An error of a batch, owned again (object_store's errors are not Clone).
-fn clone_error(e: &object_store::Error) -> object_store::Error {
-    object_store::Error::Generic {
-        store: "HTTP",
-        source: super::clean(e).into(),
-    }
 }
