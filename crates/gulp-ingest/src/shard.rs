@@ -435,40 +435,24 @@ impl TaskLock {
 
 /// Removes a file or object that may be gone already.
 fn gone(path: &Path) -> Result<()> {
-    if gulp_store::is_remote(path) {
-        #[cfg(feature = "s3")]
-        return Ok(gulp_store::s3::remove(path)?);
-    }
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", path, e)),
-        _ => Ok(()),
-    }
+    Ok(gulp_store::remove_file(path)?)
 }
 
 /// Writes a whole object.
 fn put(url: &Path, bytes: Vec<u8>) -> Result<()> {
-    #[cfg(feature = "s3")]
-    return Ok(gulp_store::s3::write(url, bytes)?);
-    #[cfg(not(feature = "s3"))]
-    {
-        let _ = bytes;
-        Err(gulp_store::Error::no_object_store(url).into())
-    }
+    Ok(gulp_store::write_object(url, bytes)?)
 }
 
-/// Which tasks of a sharded run in `dir` (local or `s3://`) have finished
-/// (their done files).
+/// Which tasks of a sharded run in `dir` (local or in a store) have
+/// finished (their done files).
 pub fn finished_tasks(dir: &Path, count: usize) -> Result<Vec<bool>> {
     let name = |index| Shard { index, count }.name("done");
     if gulp_store::is_remote(dir) {
-        #[cfg(feature = "s3")]
-        {
-            let listed: std::collections::HashSet<String> = gulp_store::s3::list(dir)?
-                .into_iter()
-                .map(|l| l.name)
-                .collect();
-            return Ok((0..count).map(|i| listed.contains(&name(i))).collect());
-        }
+        let listed: std::collections::HashSet<String> = gulp_store::list_dir(dir)?
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        return Ok((0..count).map(|i| listed.contains(&name(i))).collect());
     }
     Ok((0..count).map(|i| dir.join(name(i)).exists()).collect())
 }

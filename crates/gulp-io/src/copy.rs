@@ -423,10 +423,8 @@ fn download(file: &Planned, to: &Path) -> Result<bool> {
 /// local temporary file.
 #[cfg(feature = "s3")]
 fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
-    if gulp_store::s3_bucket(&file.path).is_some()
-        && gulp_store::s3_bucket(&file.path) == gulp_store::s3_bucket(to)
-    {
-        gulp_store::s3::copy(&file.path, to)?;
+    if gulp_store::same_store(&file.path, to) {
+        gulp_store::copy_file(&file.path, to)?;
         // A server-side copy may tag the copy anew (one part instead of
         // many): the size, and the tag where both are whole-object tags.
         return verify_object(&file.path, to, file.size, file.etag.as_deref());

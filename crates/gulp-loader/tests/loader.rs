@@ -1810,3 +1810,53 @@ fn column_predicates_and_weights_match_the_same_functions() {
         "{text}"
     );
 }
+
+/// The same clips, batch for batch, from a copy of the directory in a store
+/// held in memory (`memory://`, the code paths of a bucket: ranges, the
+/// node cache and its prefetcher) as from the directory on disk: without
+/// a cache, and through a node cache with each fetch policy.
+#[cfg(feature = "s3")]
+#[test]
+fn a_directory_in_a_store_gives_the_batches_it_gives_on_disk() {
+    use gulp_store::{CacheFetch, CacheOptions};
+    let fx = fixture();
+    let url = PathBuf::from("memory://loader/train");
+    let copied = gulp_io::copy_dir(&fx.dir, &url, &mut |_| {}).expect("copy");
+    assert!(copied.copied > 0, "{copied:?}");
+    let on_disk = collect(&mut Loader::open(&fx.dir, eval_options()).expect("open"));
+    let same = |batches: &[gulp_loader::Batch], how: &str| {
+        assert_eq!(batches.len(), on_disk.len(), "{how}");
+        for (a, b) in batches.iter().zip(&on_disk) {
+            assert_eq!(
+                (&a.ids, &a.labels, a.shape),
+                (&b.ids, &b.labels, b.shape),
+                "{how}"
+            );
+            assert!(a.frames == b.frames, "{how}: batch {} differs", a.index);
+        }
+    };
+    let uncached = LoaderOptions {
+        open: gulp_io::GulpDirectory::options().cache(None),
+        ..eval_options()
+    };
+    same(
+        &collect(&mut Loader::open(&url, uncached).expect("open")),
+        "no cache",
+    );
+    for fetch in [CacheFetch::Ranges, CacheFetch::Chunks, CacheFetch::Auto] {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let options = LoaderOptions {
+            open: gulp_io::GulpDirectory::options().cache(Some(CacheOptions {
+                fetch,
+                ..CacheOptions::new(cache.path())
+            })),
+            ..eval_options()
+        };
+        let mut loader = Loader::open(&url, options).expect("open");
+        // Two epochs: the second reads what the first left in the cache.
+        same(&collect(&mut loader), &format!("{fetch:?}, first epoch"));
+        same(&collect(&mut loader), &format!("{fetch:?}, second epoch"));
+        let kept = std::fs::read_dir(cache.path()).expect("cache").count();
+        assert!(kept > 0, "{fetch:?}: nothing was cached");
+    }
+}

@@ -13,9 +13,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         && get == "--get"
     {
         std::fs::create_dir_all(dir)?;
-        for gulp_store::s3::Listed { name, .. } in gulp_store::s3::list(Path::new(url))? {
-            let bytes = gulp_store::s3::read_object(Path::new(&format!("{url}/{name}")))?;
-            std::fs::write(Path::new(dir).join(name), bytes)?;
+        for entry in gulp_store::list_dir(Path::new(url))? {
+            let bytes = gulp_store::read(&entry.path)?;
+            std::fs::write(Path::new(dir).join(entry.name), bytes)?;
         }
         return Ok(());
     }
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             bytes.truncate(*n);
         }
         let target = format!("{}/{name}", url.trim_end_matches('/'));
-        gulp_store::s3::write(Path::new(&target), bytes)?;
+        gulp_store::write_object(Path::new(&target), bytes)?;
     }
     Ok(())
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use crate::cache::{Cache, Cached, ObjectId, RangeStore};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::store;
 
 use crate::location::is_remote;
 
@@ -24,34 +25,7 @@ pub struct DirEntry {
 
 /// The entries of directory `dir`.
 pub fn list_dir(dir: &Path) -> Result<Vec<DirEntry>> {
-    if is_remote(dir) {
-        #[cfg(feature = "s3")]
-        return Ok(crate::s3::list_dir(dir)?
-            .into_iter()
-            .map(|(listed, path)| DirEntry {
-                object: Some(ObjectId {
-                    size: listed.size,
-                    etag: listed.etag,
-                }),
-                name: listed.name,
-                path,
-            })
-            .collect());
-        #[cfg(not(feature = "s3"))]
-        return Err(Error::no_object_store(dir));
-    }
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| Error::io("listing", dir, e))? {
-        let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
-        if let Some(name) = entry.file_name().to_str() {
-            out.push(DirEntry {
-                name: name.to_owned(),
-                path: entry.path(),
-                object: None,
-            });
-        }
-    }
-    Ok(out)
+    store(dir)?.list(dir)
 }
 
 /// A file of a directory and how to read it: a local file, or an object of
@@ -141,68 +115,57 @@ impl StoredFile {
 
 /// Reads a whole file into `buf` (cleared first).
 pub fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<()> {
-    buf.clear();
-    if is_remote(path) {
-        #[cfg(feature = "s3")]
-        {
-            *buf = crate::s3::read(path)?;
-            return Ok(());
-        }
-        #[cfg(not(feature = "s3"))]
-        return Err(Error::no_object_store(path));
+    if !is_remote(path) {
+        // Into the caller's buffer, which the loader reuses.
+        use std::io::Read;
+        buf.clear();
+        return fs::File::open(path)
+            .and_then(|mut file| file.read_to_end(buf))
+            .map(|_| ())
+            .map_err(|e| Error::io("reading", path, e));
     }
-    use std::io::Read;
-    fs::File::open(path)
-        .and_then(|mut file| file.read_to_end(buf))
-        .map(|_| ())
-        .map_err(|e| Error::io("reading", path, e))
+    *buf = read(path)?;
+    Ok(())
 }
 
 /// Reads a whole file.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    read_into(path, &mut buf)?;
-    Ok(buf)
+    store(path)?.read(path)
 }
 
 /// Reads a whole file of a directory, local or remote; `None` if it does
 /// not exist (e.g. a directory's `label2idx.json`).
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    if is_remote(path) {
-        #[cfg(feature = "s3")]
-        return crate::s3::read_optional(path);
-        #[cfg(not(feature = "s3"))]
-        return Err(Error::no_object_store(path));
-    }
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("reading", path, e)),
-    }
+    store(path)?.get(path)
 }
 
-/// Writes a whole object (one PUT: it appears whole or not at all).
+/// Writes a whole file or object: it appears whole or not at all (a local
+/// file is written under another name and renamed; an object is one PUT).
 pub fn write_object(path: &Path, bytes: Vec<u8>) -> Result<()> {
-    #[cfg(feature = "s3")]
-    return crate::s3::write(path, bytes);
-    #[cfg(not(feature = "s3"))]
-    {
-        let _ = bytes;
-        Err(Error::no_object_store(path))
-    }
+    store(path)?.put(path, bytes)
 }
 
 /// The size of a file, local or remote.
 pub fn file_len(path: &Path) -> Result<u64> {
-    if is_remote(path) {
-        #[cfg(feature = "s3")]
-        return crate::s3::Object::at(path)?.size();
-        #[cfg(not(feature = "s3"))]
-        return Err(Error::no_object_store(path));
+    store(path)?.len(path)
+}
+
+/// Copies a file within its store (`from` and `to` in one bucket, or both
+/// local).
+pub fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    if is_remote(from) != is_remote(to) {
+        return Err(ErrorKind::Invalid {
+            path: to.to_owned(),
+            reason: format!("cannot copy {} here within a store", from.display()),
+        }
+        .into());
     }
-    fs::metadata(path)
-        .map(|m| m.len())
-        .map_err(|e| Error::io("reading", path, e))
+    store(from)?.copy(from, to)
+}
+
+/// Removes a file or an object; one that is not there is not an error.
+pub fn remove_file(path: &Path) -> Result<()> {
+    store(path)?.remove(path)
 }
 
 #[cfg(all(test, not(feature = "s3")))]
@@ -219,6 +182,7 @@ mod tests {
             read(&url.join("data_0.gulp")).unwrap_err(),
             read_optional(&url.join("label2idx.json")).unwrap_err(),
             write_object(&url.join("x"), vec![1]).unwrap_err(),
+            remove_file(&url.join("x")).unwrap_err(),
             file_len(&url.join("data_0.gulp")).unwrap_err(),
         ];
         for e in errors {

@@ -1,7 +1,9 @@
-//! Gulp directories in object storage: `s3://bucket/prefix`, and, read
-//! only, on web servers: `https://host/path` (plain servers, CDNs, the
-//! Hugging Face hub's `resolve/` URLs), through object_store's HTTP store
-//! (GET with ranges, HEAD, redirects followed). A web server is never
+//! Gulp directories in object storage: `s3://bucket/prefix`; read only,
+//! on web servers: `https://host/path` (plain servers, CDNs, the Hugging
+//! Face hub's `resolve/` URLs), through object_store's HTTP store (GET with
+//! ranges, HEAD, redirects followed); and in stores held in memory,
+//! `memory://name/prefix` (object_store's `InMemory`), which run every
+//! path of a bucket in a test without a server. A web server is never
 //! listed: a directory's chunks are read from its index file's chunk table
 //! or found by asking for `meta_0.gmeta`, `meta_1.gmeta`, ... in turn.
 //!
@@ -36,7 +38,7 @@ mod web;
 /// The spans of one read fetched at once (each its own request).
 const SPANS_AT_ONCE: usize = 8;
 
-use crate::location::S3_SCHEME as SCHEME;
+use crate::location::{Location, MEMORY_SCHEME};
 
 /// A bucket's client (or a web server's), driven by the shared runtime.
 struct Bucket {
@@ -125,19 +127,6 @@ fn remote_err(
         reason: reason.to_string(),
     }
     .into()
-}
-
-/// `s3://bucket/key...` as (bucket, key).
-fn split(path: &Path) -> Result<(String, String)> {
-    let text = path.to_str().unwrap_or_default();
-    let rest = text
-        .strip_prefix(SCHEME)
-        .ok_or_else(|| remote_err(text, None, "not an s3:// URL"))?;
-    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-    if bucket.is_empty() {
-        return Err(remote_err(text, None, "no bucket name"));
-    }
-    Ok((bucket.to_owned(), key.trim_matches('/').to_owned()))
 }
 
 /// A builder configured by the process's `AWS_*` variables, as
@@ -295,20 +284,16 @@ fn site(origin: &str, url: &str) -> Result<Arc<Bucket>> {
     })
 }
 
-/// `https://host[:port]/path...` as (origin, path).
-fn split_web(path: &Path) -> Result<(String, String)> {
-    let text = path.to_str().unwrap_or_default();
-    let (scheme, rest) = text
-        .split_once("://")
-        .ok_or_else(|| remote_err(text, None, "not a URL"))?;
-    let (host, key) = rest.split_once('/').unwrap_or((rest, ""));
-    if host.is_empty() {
-        return Err(remote_err(text, None, "no host name"));
-    }
-    Ok((
-        format!("{scheme}://{host}"),
-        key.trim_matches('/').to_owned(),
-    ))
+/// The store in memory named `name`, one per name for the life of the
+/// process.
+fn memory(name: &str) -> Result<Arc<Bucket>> {
+    client(&format!("{MEMORY_SCHEME}{name}"), || {
+        Ok(Bucket {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            name: name.to_owned(),
+            web: false,
+        })
+    })
 }
 
 /// One object (or prefix) of a store.
@@ -328,20 +313,19 @@ impl Object {
     /// The object `path` spells (`s3://bucket/key`, or `https://host/path`
     /// to read from a web server), with its bucket's (or server's) client.
     pub fn at(path: &Path) -> Result<Object> {
-        if crate::location::is_http(path) {
-            let (origin, key) = split_web(path)?;
-            let url = format!("{origin}/{key}");
-            return Ok(Object {
-                bucket: site(&origin, &url)?,
-                key: Key::from(key),
-                url,
-            });
-        }
-        let (name, key) = split(path)?;
-        let url = format!("{SCHEME}{name}/{key}");
+        let location = Location::parse(path)?;
+        let url = location.url();
+        let bucket = match &location {
+            Location::S3 { bucket: name, .. } => bucket(name, &url)?,
+            Location::Http { origin, .. } => site(origin, &url)?,
+            Location::Memory { name, .. } => memory(name)?,
+            Location::Local(_) => {
+                return Err(remote_err(&url, None, "not a URL of an object store"));
+            }
+        };
         Ok(Object {
-            bucket: bucket(&name, &url)?,
-            key: Key::from(key),
+            bucket,
+            key: Key::from(location.key().unwrap_or_default()),
             url,
         })
     }
@@ -688,7 +672,7 @@ fn coalesced(ranges: &[Range<u64>]) -> u64 {
 }
 
 /// Lists a remote directory: each object under it, with its URL.
-pub fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
+fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
     let object = Object::at(dir)?;
     let base = object.url().trim_end_matches('/').to_owned();
     Ok(object
@@ -699,36 +683,6 @@ pub fn list_dir(dir: &Path) -> Result<Vec<(Listed, PathBuf)>> {
             (listed, url)
         })
         .collect())
-}
-
-/// Reads a whole remote object.
-pub fn read(path: &Path) -> Result<Vec<u8>> {
-    Object::at(path)?.get()
-}
-
-/// Reads a whole remote object, `None` if there is none.
-pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    Object::at(path)?.get_optional()
-}
-
-/// The objects directly under the prefix `url`.
-pub fn list(url: &Path) -> Result<Vec<Listed>> {
-    Object::at(url)?.list()
-}
-
-/// Copies the object `from` to `to` in the same bucket, on the server.
-pub fn copy(from: &Path, to: &Path) -> Result<()> {
-    Object::at(from)?.copy_to(&Object::at(to)?)
-}
-
-/// Reads a whole remote object.
-pub fn read_object(url: &Path) -> Result<Vec<u8>> {
-    read(url)
-}
-
-/// Writes a whole remote object.
-pub fn write(path: &Path, bytes: Vec<u8>) -> Result<()> {
-    Object::at(path)?.put(bytes)
 }
 
 /// Uploads the local file `local` as the object `url`, streaming it in
@@ -779,9 +733,54 @@ pub fn upload_file(local: &Path, url: &Path) -> Result<()> {
     result
 }
 
-/// Removes a remote object.
-pub fn remove(path: &Path) -> Result<()> {
-    Object::at(path)?.delete()
+/// Every object store as one [`Store`](crate::Store): S3 buckets, web
+/// servers and stores in memory, told apart by their URLs' schemes
+/// (object_store gives each the same interface).
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectStores;
+
+impl crate::Store for ObjectStores {
+    fn list(&self, dir: &Path) -> Result<Vec<crate::DirEntry>> {
+        Ok(list_dir(dir)?
+            .into_iter()
+            .map(|(listed, path)| crate::DirEntry {
+                object: Some(crate::cache::ObjectId {
+                    size: listed.size,
+                    etag: listed.etag,
+                }),
+                name: listed.name,
+                path,
+            })
+            .collect())
+    }
+
+    fn get(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        Object::at(path)?.get_optional()
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>> {
+        Object::at(path)?.get()
+    }
+
+    fn get_ranges(&self, path: &Path, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>> {
+        Object::at(path)?.get_ranges(ranges)
+    }
+
+    fn len(&self, path: &Path) -> Result<u64> {
+        Object::at(path)?.size()
+    }
+
+    fn put(&self, path: &Path, bytes: Vec<u8>) -> Result<()> {
+        Object::at(path)?.put(bytes)
+    }
+
+    fn copy(&self, from: &Path, to: &Path) -> Result<()> {
+        Object::at(from)?.copy_to(&Object::at(to)?)
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        Object::at(path)?.delete()
+    }
 }
 
 #[cfg(test)]
@@ -794,20 +793,6 @@ mod tests {
         assert_eq!(host("https://example.org"), "example.org");
         assert_eq!(host("http://[::1]:80"), "[::1]");
         assert_eq!(host("http://[::1]"), "[::1]");
-    }
-
-    #[test]
-    fn urls_split_into_bucket_and_key() {
-        assert_eq!(
-            split(Path::new("s3://b/some/prefix/")).expect("url"),
-            ("b".into(), "some/prefix".into())
-        );
-        assert_eq!(
-            split(Path::new("s3://b")).expect("url"),
-            ("b".into(), String::new())
-        );
-        assert!(split(Path::new("s3:///x")).is_err());
-        assert!(crate::is_remote(Path::new("s3://b/x")) && !crate::is_remote(Path::new("/data/x")));
     }
 
     #[test]

@@ -180,22 +180,6 @@ struct LoaderFigures {
     epoch_bytes: Vec<u64>,
 }
 
-/// Object data received from stores so far by this process.
-fn bytes_received() -> u64 {
-    #[cfg(feature = "s3")]
-    return gulp_store::s3::bytes_received();
-    #[cfg(not(feature = "s3"))]
-    0
-}
-
-/// Object-store requests sent so far by this process.
-fn requests() -> u64 {
-    #[cfg(feature = "s3")]
-    return gulp_store::s3::requests();
-    #[cfg(not(feature = "s3"))]
-    0
-}
-
 /// The clip loader's options of `gulp bench --loader` (no I/O): the
 /// command line's values, which default to `LoaderOptions::default()`'s,
 /// and the ranks from the launcher, as `gulp.ClipLoader(DIR)` takes them.
@@ -256,11 +240,11 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
     let threads = loader.threads();
     let bar = super::progress("batches");
     let (mut batches, mut clips, mut skipped) = (0u64, 0u64, 0u64);
-    let requests_before = requests();
+    let requests_before = gulp_store::requests();
     let start = Instant::now();
     let (mut epoch_seconds, mut epoch_bytes) = (Vec::new(), Vec::new());
     for epoch in 0..c.epochs {
-        let (began, bytes) = (Instant::now(), bytes_received());
+        let (began, bytes) = (Instant::now(), gulp_store::bytes_received());
         loader.set_epoch(epoch);
         for batch in loader.iter() {
             let batch = batch?;
@@ -271,10 +255,10 @@ fn run_loader(args: &BenchArgs) -> Result<Outcome> {
             bar.inc(1);
         }
         epoch_seconds.push(began.elapsed().as_secs_f64());
-        epoch_bytes.push(bytes_received() - bytes);
+        epoch_bytes.push(gulp_store::bytes_received() - bytes);
     }
     let seconds = start.elapsed().as_secs_f64();
-    let sent = requests() - requests_before;
+    let sent = gulp_store::requests() - requests_before;
     bar.finish_and_clear();
     if skipped > 0 {
         eprintln!(

@@ -73,7 +73,7 @@ pub(super) fn run(args: &ConvertArgs) -> Result<Outcome> {
         if gulp_store::is_remote(meta_path) {
             // A PUT replaces an object whole: readers see the old meta or
             // the new one.
-            replace_object(meta_path, new)?;
+            gulp_store::write_object(meta_path, new)?;
         } else {
             replace_file(meta_path, &new)?;
         }
@@ -96,16 +96,6 @@ pub(super) fn run(args: &ConvertArgs) -> Result<Outcome> {
     }
     out.flush()?;
     Ok(Outcome::Success)
-}
-
-fn replace_object(url: &Path, bytes: Vec<u8>) -> Result<()> {
-    #[cfg(feature = "s3")]
-    return Ok(gulp_store::s3::write(url, bytes)?);
-    #[cfg(not(feature = "s3"))]
-    {
-        let _ = bytes;
-        Err(gulp_store::Error::no_object_store(url).into())
-    }
 }
 
 /// Sets the CRC-32 of every frame from the data file.

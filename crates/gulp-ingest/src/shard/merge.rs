@@ -135,16 +135,7 @@ pub fn merge_with_progress(
     moved: &mut dyn FnMut(usize),
 ) -> Result<MergeReport> {
     if gulp_store::is_remote(out) || dirs.iter().any(|d| gulp_store::is_remote(d)) {
-        #[cfg(feature = "s3")]
         return merge_remote(out, dirs);
-        #[cfg(not(feature = "s3"))]
-        {
-            let url = std::iter::once(out)
-                .chain(dirs.iter().map(PathBuf::as_path))
-                .find(|d| gulp_store::is_remote(d))
-                .unwrap_or(out);
-            return Err(gulp_store::Error::no_object_store(url).into());
-        }
     }
     fs::create_dir_all(out).map_err(|e| Error::io("creating", out, e))?;
     let lock = File::open(out).map_err(|e| Error::io("opening", out, e))?;
@@ -229,7 +220,7 @@ fn open(dir: &Path) -> Result<GulpDirectory> {
         .map_err(Error::from)
 }
 
-/// `gulp merge` within one bucket: each chunk is copied on the server (no
+/// `gulp merge` within one bucket (or one store in memory): each chunk is copied on the server (no
 /// byte passes through this process), data then meta (the meta is the
 /// commit, as in an ingest), then the source's objects are removed, meta
 /// first. There is no lock in a bucket: run one merge at a time, after the
@@ -237,12 +228,14 @@ fn open(dir: &Path) -> Result<GulpDirectory> {
 /// without its meta (which readers ignore, and the next merge overwrites);
 /// one killed after the copies leaves the chunk in both places, with the
 /// same meta: the next merge finishes it by removing the source's copy.
-#[cfg(feature = "s3")]
 fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
-    let bucket = gulp_store::s3_bucket;
     let key = |p: &Path| p.to_string_lossy().trim_end_matches('/').to_owned();
+    // A build without object stores says so, naming the location.
+    for at in std::iter::once(out).chain(dirs.iter().map(PathBuf::as_path)) {
+        gulp_store::store(at)?;
+    }
     for dir in dirs {
-        if bucket(dir).is_none() || bucket(dir) != bucket(out) {
+        if !gulp_store::same_store(dir, out) {
             refuse!(
                 "gulp merge moves chunks within one filesystem or within one bucket: {} and {} are not in one bucket",
                 dir.display(),
@@ -267,8 +260,8 @@ fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
                 && gulp_store::read_optional(&theirs.meta_path)?
                     == gulp_store::read_optional(&entry.meta_path)?;
             if same {
-                gulp_store::s3::remove(&entry.meta_path)?;
-                gulp_store::s3::remove(&entry.data_path)?;
+                gulp_store::remove_file(&entry.meta_path)?;
+                gulp_store::remove_file(&entry.data_path)?;
                 finished += 1;
             }
         }
@@ -283,19 +276,19 @@ fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
     let MergePlan { moves, labels } = plan(target, &sources)?;
     for m in &moves {
         let (data, meta) = (data_file_name(m.chunk), meta_file_name(m.chunk));
-        gulp_store::s3::copy(&object(&m.from, &data), &object(out, &data))?;
-        gulp_store::s3::copy(&object(&m.from, &meta), &object(out, &meta))?;
-        gulp_store::s3::remove(&object(&m.from, &meta))?;
-        gulp_store::s3::remove(&object(&m.from, &data))?;
+        gulp_store::copy_file(&object(&m.from, &data), &object(out, &data))?;
+        gulp_store::copy_file(&object(&m.from, &meta), &object(out, &meta))?;
+        gulp_store::remove_file(&object(&m.from, &meta))?;
+        gulp_store::remove_file(&object(&m.from, &data))?;
     }
     if !labels.is_empty() {
         labels.sorted().write(out)?;
     }
     for dir in dirs {
         // A sharded run's records in the source, done with now.
-        for listed in gulp_store::s3::list(dir)? {
+        for listed in gulp_store::list_dir(dir)? {
             if is_bookkeeping(&listed.name) {
-                gulp_store::s3::remove(&object(dir, &listed.name))?;
+                gulp_store::remove_file(&object(dir, &listed.name))?;
             }
         }
     }
@@ -306,7 +299,6 @@ fn merge_remote(out: &Path, dirs: &[PathBuf]) -> Result<MergeReport> {
     })
 }
 
-/// A sharded run's plan or a task's done file.
 /// Each source directory opened, refused if an ingest into it is
 /// unfinished, and listed.
 fn source_listings(dirs: &[PathBuf]) -> Result<Vec<Listing>> {
