@@ -9,6 +9,8 @@
 //! TurboJPEG binding, the codec's only `unsafe` code. Reading frames from a
 //! gulp directory is `gulp_io`'s; it adds to a decoding error where the
 //! frame is.
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 mod error;

@@ -39,6 +39,8 @@
 //! assert_eq!(read_meta(&packed)?, meta);
 //! # Ok::<(), gulp_format::Error>(())
 //! ```
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 mod choice;

@@ -30,6 +30,8 @@
 //! # Ok(())
 //! # }
 //! ```
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adapters;
 pub mod cut;

@@ -34,6 +34,8 @@
 //! # Ok(())
 //! # }
 //! ```
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 pub mod audio;

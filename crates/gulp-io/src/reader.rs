@@ -496,7 +496,7 @@ impl ChunkReader {
 
 // Decoding a record, with its place added to a decoding error.
 impl ChunkReader {
-    /// Decodes frame `index` of `id` with `decoder`. Unlike [`decode_jpeg`](crate::decode_jpeg),
+    /// Decodes frame `index` of `id` with `decoder`. Unlike [`decode_jpeg`](gulp_codec::decode_jpeg),
     /// a decoding error says where the frame is: the id, the frame, the data
     /// file and the record's byte offset.
     pub fn decode_frame(

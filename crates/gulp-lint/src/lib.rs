@@ -40,6 +40,8 @@
 //! # Ok(())
 //! # }
 //! ```
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 mod error;

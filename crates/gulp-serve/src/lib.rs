@@ -27,6 +27,8 @@
 //! # Ok(())
 //! # }
 //! ```
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 mod app;

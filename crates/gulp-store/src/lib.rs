@@ -7,6 +7,8 @@
 //! here knows what a chunk is. [`Location::parse`] is the one reading of a
 //! location ([`is_remote`] and [`same_store`] ask it); [`store`] gives the
 //! [`Store`] that keeps it.
+// On docs.rs, items behind a cargo feature say which (`--cfg docsrs`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 
 pub mod cache;

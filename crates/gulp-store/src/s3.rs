@@ -356,7 +356,7 @@ impl Object {
     }
 
     /// The objects directly under this prefix (on a web server, the files
-    /// of the gulp directory there: [`web::list`]).
+    /// of the gulp directory there: `web::list`).
     pub fn list(&self) -> Result<Vec<Listed>> {
         if self.bucket.web {
             return web::list(self);
@@ -512,8 +512,8 @@ impl Object {
         }
     }
 
-    /// The bytes of `spans` (each fetched as one request, [`SPANS_AT_ONCE`]
-    /// at a time, as [`fetch_range`](Self::fetch_range) fetches), in order.
+    /// The bytes of `spans` (each fetched as one request, `SPANS_AT_ONCE`
+    /// at a time, as `fetch_range` fetches), in order.
     pub fn get_spans(
         &self,
         spans: &[Range<u64>],
@@ -529,7 +529,7 @@ impl Object {
 
     /// Writes the object, of `size` bytes, into `file` at its offsets, but
     /// for the ranges `have` (already written): parts of at most 8 MiB,
-    /// four at a time, each as [`fetch_range`](Self::fetch_range) fetches.
+    /// four at a time, each as `fetch_range` fetches.
     pub fn download(
         &self,
         file: &std::fs::File,

@@ -113,7 +113,7 @@ pub fn late_start_video(path: &Path, size: &str, fps: u32, seconds: f64) {
     testsrc2(path, size, fps, seconds, &["-output_ts_offset", "0.2"]);
 }
 
-/// How [`flash_beep_video`] encodes.
+/// How `flash_beep_video` encodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Container {
     /// H.264 and AAC in MP4.
@@ -252,7 +252,7 @@ fn flash_beep_video(
     ffmpeg(&args);
 }
 
-/// How long each flash and beep of [`flash_beep_video`] lasts.
+/// How long each flash and beep of `flash_beep_video` lasts.
 pub const FLASH_S: f64 = 0.1;
 
 /// The presentation times (seconds) of every video frame of `path`, as
