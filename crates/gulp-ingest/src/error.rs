@@ -172,6 +172,16 @@ pub enum Error {
         /// The directory written.
         path: PathBuf,
     },
+    /// An option given a value outside its range.
+    #[error("invalid options: {option} must be {expected}, not {given}")]
+    InvalidOption {
+        /// The option ("items per chunk", "quality", ...).
+        option: &'static str,
+        /// The value given.
+        given: String,
+        /// What it must be ("at least 1", "1 to 100", ...).
+        expected: &'static str,
+    },
     /// Options that cannot work together.
     #[error("invalid options: {0}")]
     Options(String),

@@ -107,6 +107,36 @@ impl Default for FrameOptions {
     }
 }
 
+/// Checks the counts and ranges every writer needs, for `gulp ingest`, the
+/// Python writer and the pipeline alike: chunks of at least one item, at
+/// least one worker, a JPEG quality of 1 to 100 and a positive frame rate.
+pub(crate) fn check_ranges(
+    items_per_chunk: usize,
+    workers: usize,
+    frames: &FrameOptions,
+) -> Result<(), crate::Error> {
+    let invalid = |option, given: &dyn std::fmt::Display, expected| crate::Error::InvalidOption {
+        option,
+        given: given.to_string(),
+        expected,
+    };
+    if items_per_chunk == 0 {
+        return Err(invalid("items per chunk", &0, "at least 1"));
+    }
+    if workers == 0 {
+        return Err(invalid("workers", &0, "at least 1"));
+    }
+    if !(1..=100).contains(&frames.quality) {
+        return Err(invalid("quality", &frames.quality, "1 to 100"));
+    }
+    if let Some(rate) = frames.frame_rate
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        return Err(invalid("frame rate", &rate, "a positive number"));
+    }
+    Ok(())
+}
+
 /// What [`encode_frames`] says of a source besides its frames.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Encoding {

@@ -383,15 +383,7 @@ fn refresh_index(output: &Path, items: usize, lock: Option<File>) -> Result<()> 
 
 /// Refuses options that would write nothing.
 fn check_options(opts: &IngestOptions) -> Result<()> {
-    if opts.items_per_chunk == 0 {
-        return Err(Error::Options("items per chunk must be at least 1".into()));
-    }
-    if opts.workers == 0 {
-        return Err(Error::Options(
-            "the number of workers must be at least 1".into(),
-        ));
-    }
-    Ok(())
+    crate::frames::check_ranges(opts.items_per_chunk, opts.workers, &opts.frames)
 }
 
 /// Claims the output for the run: a sharded task shares the directory with

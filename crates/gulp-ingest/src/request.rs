@@ -227,26 +227,7 @@ impl IngestRequest {
             )));
         }
         let o = &self.options;
-        if o.items_per_chunk == 0 {
-            return Err(Error::Options("items per chunk must be at least 1".into()));
-        }
-        if o.workers == 0 {
-            return Err(Error::Options("workers must be at least 1".into()));
-        }
-        if !(1..=100).contains(&o.frames.quality) {
-            return Err(Error::Options(format!(
-                "quality must be 1 to 100, not {}",
-                o.frames.quality
-            )));
-        }
-        if let Some(rate) = o.frames.frame_rate
-            && !(rate.is_finite() && rate > 0.0)
-        {
-            return Err(Error::Options(format!(
-                "frame rate must be a positive number, not {rate}"
-            )));
-        }
-        Ok(())
+        crate::frames::check_ranges(o.items_per_chunk, o.workers, &o.frames)
     }
 
     /// The adapter over the inputs (reads the list or walks the folders).

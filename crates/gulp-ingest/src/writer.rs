@@ -157,18 +157,7 @@ impl WriterBuilder {
     }
 
     fn check(&self, dir: &Path) -> Result<()> {
-        if self.items_per_chunk == 0 {
-            return Err(Error::Options("items per chunk must be at least 1".into()));
-        }
-        if self.workers == 0 {
-            return Err(Error::Options("workers must be at least 1".into()));
-        }
-        if !(1..=100).contains(&self.frames.quality) {
-            return Err(Error::Options(format!(
-                "quality must be 1 to 100, not {}",
-                self.frames.quality
-            )));
-        }
+        crate::frames::check_ranges(self.items_per_chunk, self.workers, &self.frames)?;
         if gulp_store::is_remote(dir) {
             return Err(Error::Options(format!(
                 "{}: the writer writes local directories (write locally, then copy, or use `gulp ingest` into a bucket)",

@@ -548,12 +548,20 @@ fn options_that_would_write_nothing_are_refused() {
     let err = |b: &WriterBuilder, dir: &Path| b.open(dir).unwrap_err().to_string();
     assert_eq!(
         err(&builder(0, 1), tmp.path()),
-        "invalid options: items per chunk must be at least 1"
+        "invalid options: items per chunk must be at least 1, not 0"
     );
     assert_eq!(
         err(&builder(1, 0), tmp.path()),
-        "invalid options: workers must be at least 1"
+        "invalid options: workers must be at least 1, not 0"
     );
+    assert!(matches!(
+        builder(1, 0).open(tmp.path()).unwrap_err(),
+        gulp_ingest::Error::InvalidOption {
+            option: "workers",
+            expected: "at least 1",
+            ..
+        }
+    ));
     let mut b = builder(1, 1);
     b.quality(0);
     assert_eq!(

@@ -196,7 +196,7 @@ fn counts(
                 let c = (r * f64::from(n)).round() as usize;
                 c
             }
-            Amount::Repeat(r) => return bad(format!("repeat must be at least 0, not {r}")),
+            Amount::Repeat(r) => return Err(Error::option("repeat", r, "at least 0")),
             Amount::Choose(c) => c,
         });
     }

@@ -16,7 +16,17 @@ pub enum Error {
     /// the frame and the record's byte offset.
     #[error(transparent)]
     Io(#[from] gulp_io::Error),
-    /// An option is out of range or options contradict each other.
+    /// An option given a value outside its range.
+    #[error("invalid loader option: {option} must be {expected}, not {given}")]
+    InvalidOption {
+        /// The option, as Python and the command line name it.
+        option: &'static str,
+        /// The value given.
+        given: String,
+        /// What it must be ("at least 1", "a positive number", ...).
+        expected: &'static str,
+    },
+    /// Options that contradict each other, or a value no range describes.
     #[error("invalid loader option: {0}")]
     Config(String),
     /// A value of an item's meta that the loader needs (its label or
@@ -71,4 +81,20 @@ pub enum Error {
     /// A saved state does not belong to this loader.
     #[error("cannot resume from this state: {0}")]
     State(String),
+}
+
+impl Error {
+    /// [`Error::InvalidOption`]: `option` was given `given`, and must be
+    /// `expected`.
+    pub(crate) fn option(
+        option: &'static str,
+        given: impl std::fmt::Display,
+        expected: &'static str,
+    ) -> Error {
+        Error::InvalidOption {
+            option,
+            given: given.to_string(),
+            expected,
+        }
+    }
 }

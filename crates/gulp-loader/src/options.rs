@@ -197,17 +197,16 @@ impl LoaderOptions {
 /// Checks what can be checked before any data is read.
 pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
     let bad = |m: &str| Err(Error::Config(m.to_owned()));
-    if o.frames == 0 {
-        return bad("frames must be at least 1");
-    }
-    if o.step == 0 {
-        return bad("step must be at least 1");
-    }
-    if o.clips == 0 {
-        return bad("clips must be at least 1");
-    }
-    if o.batch_size == 0 {
-        return bad("batch_size must be at least 1");
+    const ONE: &str = "at least 1";
+    for (option, value) in [
+        ("frames", o.frames),
+        ("step", o.step),
+        ("clips", o.clips),
+        ("batch_size", o.batch_size),
+    ] {
+        if value == 0 {
+            return Err(Error::option(option, value, ONE));
+        }
     }
     if o.order.world_size == 0 || o.order.rank >= o.order.world_size {
         return Err(Error::Config(format!(
@@ -216,7 +215,7 @@ pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
         )));
     }
     if o.spatial.resize == Some(0) {
-        return bad("resize must be at least 1 pixel");
+        return Err(Error::option("resize", 0, "at least 1 pixel"));
     }
     if let Some((h, w)) = o.spatial.size {
         if h == 0 || w == 0 {
@@ -232,17 +231,25 @@ pub(crate) fn check_options(o: &LoaderOptions) -> Result<()> {
         return bad("a multi-hot target needs num_classes of at least 1");
     }
     if o.samples_per_epoch == Some(0) {
-        return bad("samples_per_epoch must be at least 1");
+        return Err(Error::option("samples_per_epoch", 0, ONE));
     }
     if o.threads == Some(0) {
-        return bad("threads must be at least 1 (or None for the node's cores per rank)");
+        return Err(Error::option(
+            "threads",
+            0,
+            "at least 1 (or None for the node's cores per rank)",
+        ));
     }
     if o.local_world_size == Some(0) {
-        return bad("local_world_size must be at least 1");
+        return Err(Error::option("local_world_size", 0, ONE));
     }
     let rate = |x: f64| x.is_finite() && x > 0.0;
-    if o.fps.is_some_and(|f| !rate(f)) || !rate(o.default_fps) {
-        return bad("fps and default_fps must be positive numbers");
+    const RATE: &str = "a positive number";
+    if let Some(fps) = o.fps.filter(|&f| !rate(f)) {
+        return Err(Error::option("fps", fps, RATE));
+    }
+    if !rate(o.default_fps) {
+        return Err(Error::option("default_fps", o.default_fps, RATE));
     }
     if o.fps.is_some() && matches!(o.sampling, Sampling::Frame(_)) {
         return bad("frame:K sampling picks a frame, not times: it takes no fps");

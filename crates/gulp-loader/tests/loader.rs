@@ -805,6 +805,45 @@ fn bad_options_and_labels_are_clear_errors() {
     };
     let err = Loader::open(&fx.dir, no_size).expect_err("a crop without a size");
     assert!(err.to_string().contains("needs a size"), "{err}");
+    // A value out of its range is a typed error that names the option.
+    for (options, option, given) in [
+        (
+            LoaderOptions {
+                frames: 0,
+                ..eval_options()
+            },
+            "frames",
+            "0",
+        ),
+        (
+            LoaderOptions {
+                batch_size: 0,
+                ..eval_options()
+            },
+            "batch_size",
+            "0",
+        ),
+        (
+            LoaderOptions {
+                fps: Some(-2.5),
+                ..eval_options()
+            },
+            "fps",
+            "-2.5",
+        ),
+    ] {
+        match Loader::open(&fx.dir, options).map(|_| ()) {
+            Err(gulp_loader::Error::InvalidOption {
+                option: o,
+                given: g,
+                expected,
+            }) => {
+                assert_eq!((o, g.as_str()), (option, given));
+                assert!(!expected.is_empty());
+            }
+            other => panic!("{option}: {other:?}"),
+        }
+    }
     let err = Loader::open(
         &fx.dir,
         LoaderOptions {

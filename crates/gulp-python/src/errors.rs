@@ -109,6 +109,7 @@ pub(crate) fn ingest_err(e: gulp_ingest::Error) -> PyErr {
         gulp_ingest::Error::Io { ref source, .. } => io_class(source).err(e.to_string()),
         gulp_ingest::Error::Input { .. }
         | gulp_ingest::Error::Options(_)
+        | gulp_ingest::Error::InvalidOption { .. }
         | gulp_ingest::Error::Rejected { .. } => Class::Invalid.err(e.to_string()),
         gulp_ingest::Error::IdExists { .. } => Class::DuplicateId.err(e.to_string()),
         gulp_ingest::Error::Item { .. }

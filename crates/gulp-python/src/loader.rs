@@ -34,6 +34,7 @@ pub(crate) fn loader_err(e: gulp_loader::Error) -> PyErr {
         gulp_loader::Error::Io(e) => io_err(e),
         gulp_loader::Error::Clip { .. } => Class::Decode.err(e.to_string()),
         gulp_loader::Error::Config(_)
+        | gulp_loader::Error::InvalidOption { .. }
         | gulp_loader::Error::Meta { .. }
         | gulp_loader::Error::Resample { .. }
         | gulp_loader::Error::Window { .. }
