@@ -14,6 +14,8 @@ bucket. Every run is gulp.ClipLoader with 2 threads, TSN 8 frames, short edge
 128, random 112 crop, flip, batches of 8 (the loader benchmark's pipeline):
 
   local             the directory on disk, page cache warm (best of 2 epochs)
+  no cache          from the bucket without a node cache (the frames' ranges
+                    read by the decoding threads): epoch 1
   cold, warm        from the bucket through a fresh node cache holding the
                     dataset (cache_fetch="auto"): epoch 1 (the ranges of the
                     frames decoded, fetched ahead of the decoding threads),
@@ -178,10 +180,46 @@ def epoch(loader: Any, number: int) -> tuple[float, int, int]:
     return time.perf_counter() - start, clips, decoded
 
 
+def report(args: argparse.Namespace, rows: list[dict[str, Any]], items: int, chunks: int,
+           data: int, cores: list[int], caches: Path) -> None:
+    """The table of `rows`, and the JSON file when asked for."""
+    local_rate = rows[0]["clips_per_s"]
+    print(f"# gulp.ClipLoader over a bucket (Garage on loopback) vs local disk\n")
+    print(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects "
+          f"({args.copies} copies of {args.dir}); {PIPELINE}; Garage's block size "
+          f"{args.block_size or 'its default'}; "
+          + (f"the server and the proxy on core {cores[-1]}, the loader on {cores[:-1]}"
+             if args.server_core else f"everything on cores {cores}")
+          + f"; the node caches in {caches.parent if args.cache_root else 'the temporary directory'}"
+          + "\n")
+    print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | ÷ decoded | "
+          "requests | CPU s: loader | Garage | proxy |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        rate = (f"{r['clips_per_s']:.1f} | {r['clips_per_s'] / local_rate:.2f}"
+                if r["clips"] else "- | -")
+        per_decoded = f"{r['bytes'] / r['decoded']:.2f}" if r["decoded"] else "-"
+        sent = (f"{r['bytes'] / 1e6:.1f} | {r['bytes'] / data:.3f} | {per_decoded} | "
+                f"{r['requests']}" if r["bytes"] is not None else "- | - | - | -")
+        print(f"| {r['run']} | {r['seconds']:.2f} | {rate} | {sent} | "
+              f"{r['loader_cpu_s']:.1f} | {r['server_cpu_s']:.1f} | {r['proxy_cpu_s']:.1f} |")
+    five = [r for r in rows if r["run"].startswith("bucket, cache holding the dataset")]
+    total = sum(r["bytes"] for r in five)
+    print(f"\nThe cache holding the dataset, {len(five)} epochs: {total / 1e6:.1f} MB from the "
+          f"server, {total / data:.3f} × the data objects.")
+    if args.json:
+        args.json.write_text(json.dumps(dict(items=items, chunks=chunks, data=data,
+                                             rows=rows), indent=1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=5,
+                        help="epochs through the cache that holds the dataset (default 5)")
+    parser.add_argument("--epochs-only", action="store_true",
+                        help="only the local, no-cache and cache-holding-the-dataset runs")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--server-pid", type=int,
                         help="use the S3 server the AWS_* variables and GULP_S3_BUCKET name (its "
@@ -273,14 +311,20 @@ def main() -> int:
         row("the transfer alone: every chunk fetched, nothing decoded", 0, began)
         del gd
 
-        def remote(name: str, cache: Path, epochs: int, **extra: Any) -> None:
-            loader = gulp.ClipLoader(url, cache_dir=str(cache), **PIPELINE, **extra)
+        def remote(name: str, cache: Path | None, epochs: int, **extra: Any) -> None:
+            loader = gulp.ClipLoader(url, cache_dir=str(cache) if cache else False, **PIPELINE,
+                                     **extra)
             for e in range(epochs):
                 began = start()
                 seconds, clips, decoded = epoch(loader, e)
                 row(f"{name}, epoch {e + 1}", clips, began, seconds, decoded=decoded)
 
-        remote("bucket, cache holding the dataset", caches / "cache-all", 5)
+        remote("bucket, no cache", None, 1)
+        remote("bucket, cache holding the dataset", caches / "cache-all", args.epochs)
+        if args.epochs_only:
+            report(args, rows, items, chunks, data, cores, caches)
+            proxy.process.kill()
+            return 0
         remote("bucket, cache limit 10 %, full shuffle", caches / "cache-tenth", 2,
                cache_limit=(data + meta) // 10)
         remote("bucket, cache limit 25 %, shuffle='chunks', cache_fetch='chunks'",
@@ -313,33 +357,7 @@ def main() -> int:
         row("straight from Garage (no proxy), cache holding the dataset, epoch 1", int(out[1]),
             began, float(out[0]), counted=False)
 
-        local_rate = rows[0]["clips_per_s"]
-        print(f"# gulp.ClipLoader over a bucket (Garage on loopback) vs local disk\n")
-        print(f"{items} items in {chunks} chunks, {data / 1e6:.0f} MB of data objects "
-              f"({args.copies} copies of {args.dir}); {PIPELINE}; Garage's block size "
-              f"{args.block_size or 'its default'}; "
-              + (f"the server and the proxy on core {cores[-1]}, the loader on {cores[:-1]}"
-                 if args.server_core else f"everything on cores {cores}")
-              + f"; the node caches in {caches.parent if args.cache_root else 'the temporary directory'}"
-              + "\n")
-        print("| run | s | clips/s | ÷ local | MB from the server | ÷ data | ÷ decoded | "
-              "requests | CPU s: loader | Garage | proxy |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            rate = (f"{r['clips_per_s']:.1f} | {r['clips_per_s'] / local_rate:.2f}"
-                    if r["clips"] else "- | -")
-            per_decoded = f"{r['bytes'] / r['decoded']:.2f}" if r["decoded"] else "-"
-            sent = (f"{r['bytes'] / 1e6:.1f} | {r['bytes'] / data:.3f} | {per_decoded} | "
-                    f"{r['requests']}" if r["bytes"] is not None else "- | - | - | -")
-            print(f"| {r['run']} | {r['seconds']:.2f} | {rate} | {sent} | "
-                  f"{r['loader_cpu_s']:.1f} | {r['server_cpu_s']:.1f} | {r['proxy_cpu_s']:.1f} |")
-        five = [r for r in rows if r["run"].startswith("bucket, cache holding the dataset")]
-        total = sum(r["bytes"] for r in five)
-        print(f"\nThe cache holding the dataset, {len(five)} epochs: {total / 1e6:.1f} MB from the "
-              f"server, {total / data:.3f} × the data objects.")
-        if args.json:
-            args.json.write_text(json.dumps(dict(items=items, chunks=chunks, data=data,
-                                                 rows=rows), indent=1))
+        report(args, rows, items, chunks, data, cores, caches)
         proxy.process.kill()
     finally:
         subprocess.run([str(ROOT / "scripts" / "env" / "garage.sh"), "stop", str(garage_state)],

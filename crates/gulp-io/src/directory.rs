@@ -122,6 +122,20 @@ impl ChunkEntry {
         }
     }
 
+    /// Whether the fetch policy wants the data object whole now but the
+    /// node cache does not hold it whole yet: `auto`, with a cache that holds
+    /// the directory, for a chunk read before. A reader that cannot wait for
+    /// the whole object (the clip loader) reads its ranges meanwhile and
+    /// has it made whole apart ([`whole_reader`](Self::whole_reader) or
+    /// [`cached_data_reader`](Self::cached_data_reader), in a thread of its
+    /// own), so that no epoch waits for bytes it does not decode.
+    pub fn fill_pending(&self) -> bool {
+        matches!(self.fetch, Fetch::RangesThenWhole)
+            && self
+                .range_store()
+                .is_some_and(|r| !r.whole_cached() && r.any_cached())
+    }
+
     /// A reader of the data file alone that fetches only the ranges read
     /// (through the node cache's ranges of the object, which it keeps);
     /// [`data_reader`](Self::data_reader) for a local file or without a

@@ -155,7 +155,10 @@ impl Catalog {
     /// (the directory's fetch policy, [`gulp_store::CacheFetch`]); returns it.
     pub(crate) fn plan_ranges(&self, (source, chunk): ChunkKey) -> bool {
         let dir = &self.dirs[source as usize];
-        let ranged = !dir.dir.chunks()[chunk as usize].fetches_whole();
+        let entry = &dir.dir.chunks()[chunk as usize];
+        // A chunk the policy wants whole but the cache does not hold whole
+        // yet is read by ranges, and made whole apart ([`Self::fill`]).
+        let ranged = entry.fill_pending() || !entry.fetches_whole();
         dir.ranged[chunk as usize].store(ranged, Ordering::Relaxed);
         ranged
     }
@@ -192,6 +195,31 @@ impl Catalog {
             }
             None => Ok(false),
         }
+    }
+
+    /// Whether chunk `key` is to be made whole in the node cache behind
+    /// the passes ([`gulp_io::ChunkEntry::fill_pending`]).
+    pub(crate) fn fill_pending(&self, (source, chunk): ChunkKey) -> bool {
+        self.dirs[source as usize].dir.chunks()[chunk as usize].fill_pending()
+    }
+
+    /// Makes chunk `key`'s data object whole in the node cache (its missing
+    /// bytes fetched): `false` when the cache has no room for it now. A
+    /// chunk the pass has open is then read from the whole copy for the
+    /// rest of the pass (its clips' ranges are no longer fetched).
+    pub(crate) fn fill(&self, (source, chunk): ChunkKey) -> Result<bool> {
+        let dir = &self.dirs[source as usize];
+        let entry = &dir.dir.chunks()[chunk as usize];
+        let Some(whole) = entry.cached_data_reader(dir.dir.read_mode())? else {
+            return Ok(false);
+        };
+        let mut cell = dir.readers[chunk as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if cell.is_some() {
+            *cell = Some(Arc::new(whole));
+        }
+        Ok(true)
     }
 
     /// Drops the loader's hold on chunk `key`'s data file: from a node

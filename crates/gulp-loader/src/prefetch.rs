@@ -8,7 +8,7 @@
 //! reads it, so that the cache may evict it. Local directories and
 //! directories without a cache are not scheduled: their chunks stay open.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -266,5 +266,65 @@ impl Schedule {
                 }
             }
         }
+    }
+}
+
+/// Makes chunks whole in the node cache behind the epochs: the `auto`
+/// fetch policy's chunks read before and not whole yet
+/// ([`gulp_io::ChunkEntry::fill_pending`]). An epoch reads the ranges it
+/// decodes as the first did, and a thread of the loader fetches the
+/// missing bytes of such chunks, one chunk at a time in the order the
+/// epoch first reads them, so that later epochs read whole chunks from the
+/// cache. No epoch waits for bytes it does not decode: on long items, of
+/// which a clip decodes a few per cent, waiting for the whole chunks made
+/// the second epoch several times slower than the first.
+#[derive(Debug, Default)]
+pub(crate) struct Filler {
+    state: Mutex<FillerState>,
+}
+
+#[derive(Debug, Default)]
+struct FillerState {
+    /// The filling thread's queue, once it is started.
+    queue: Option<crossbeam_channel::Sender<ChunkKey>>,
+    /// The chunks queued (each once, unless its fill failed).
+    queued: HashSet<ChunkKey>,
+}
+
+impl Filler {
+    /// Queues chunk `key` to be made whole, unless it was already; `start`
+    /// starts the thread that fills what the queue gives, on the first
+    /// call.
+    pub(crate) fn queue(
+        &self,
+        key: ChunkKey,
+        start: impl FnOnce(crossbeam_channel::Receiver<ChunkKey>) -> bool,
+    ) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.queued.contains(&key) {
+            return;
+        }
+        if state.queue.is_none() {
+            let (queue, chunks) = crossbeam_channel::unbounded();
+            if !start(chunks) {
+                return;
+            }
+            state.queue = Some(queue);
+        }
+        if let Some(queue) = &state.queue
+            && queue.send(key).is_ok()
+        {
+            state.queued.insert(key);
+        }
+    }
+
+    /// The fill of chunk `key` failed or found no room: a later pass may
+    /// queue it again (the pass reads its ranges either way).
+    pub(crate) fn forget(&self, key: ChunkKey) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .queued
+            .remove(&key);
     }
 }

@@ -1891,11 +1891,32 @@ fn a_directory_in_a_store_gives_the_batches_it_gives_on_disk() {
             })),
             ..eval_options()
         };
-        let mut loader = Loader::open(&url, options).expect("open");
-        // Two epochs: the second reads what the first left in the cache.
+        let mut loader = Loader::open(&url, options.clone()).expect("open");
+        // Two epochs: the second reads what the first left in the cache
+        // (with `auto`, while the chunks are made whole behind it).
         same(&collect(&mut loader), &format!("{fetch:?}, first epoch"));
         same(&collect(&mut loader), &format!("{fetch:?}, second epoch"));
         let kept = std::fs::read_dir(cache.path()).expect("cache").count();
         assert!(kept > 0, "{fetch:?}: nothing was cached");
+        if fetch == CacheFetch::Auto {
+            // Every chunk is made whole behind the second epoch, and the
+            // third reads them all from the cache, the same batches.
+            let pending = || {
+                let dir = options.open.open(&url).expect("open");
+                dir.chunks().iter().filter(|c| c.fill_pending()).count()
+            };
+            let start = std::time::Instant::now();
+            while pending() > 0 && start.elapsed() < std::time::Duration::from_secs(30) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert_eq!(pending(), 0, "chunks left to fill");
+            let before = gulp_store::requests();
+            same(&collect(&mut loader), "auto, third epoch");
+            assert_eq!(
+                gulp_store::requests() - before,
+                0,
+                "the third epoch asked the store"
+            );
+        }
     }
 }
