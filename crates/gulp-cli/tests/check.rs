@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::{clean_dir, fixture_cases, fixture_copy, frame_info, gulp, meta, patch, stdout_of};
 use gulp_format::{JsonSerializer, Serializer, Value};
-use gulp_io::ChunkWriter;
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 
 /// Runs `gulp check dir [extra]`, expects `code`, returns stdout.
 fn check(dir: &Path, extra: &[&str], code: i32) -> String {
@@ -193,10 +193,10 @@ fn trailing_bytes_after_the_last_record() {
 fn duplicate_id_in_two_chunks() {
     let tmp = clean_dir();
     let dir = tmp.path();
-    let mut w = ChunkWriter::builder().fsync(false).create(dir, 2).unwrap();
-    w.append("a", Value::from("again"), [common::jpeg("white-8x8")])
-        .unwrap();
-    w.finish().unwrap();
+    GulpDirBuilder::new(dir)
+        .chunk(2)
+        .item("a", Value::from("again"), [common::jpeg("white-8x8")])
+        .write();
     // The directory does not open, but check still looks at every chunk.
     let report = check(dir, &["--decode"], 1);
     assert_line(
@@ -408,11 +408,9 @@ fn scan_data_overwritten_mid_stream_needs_strict_decode() {
         .collect();
     let jpeg =
         gulp_codec::encode_jpeg(&pixels, (w, h), 3, 90, gulp_codec::Subsampling::S444).unwrap();
-    let mut writer = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
-    writer
-        .append("clip", Value::Null, [&jpeg, &jpeg, &jpeg])
-        .unwrap();
-    writer.finish().unwrap();
+    GulpDirBuilder::new(dir)
+        .item("clip", Value::Null, [jpeg.clone(), jpeg.clone(), jpeg])
+        .write();
     check(dir, &["--decode"], 0);
     let fi = frame_info(dir, 0, "clip", 1);
     let middle = fi.loc + fi.jpeg_len().unwrap() / 2;

@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use common::{clean_dir, fixture_cases, fixture_copy, fixtures, gulp, meta, stdout_of};
 use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_format::{JsonSerializer, MSGPACK_MAGIC, Map, Value};
-use gulp_io::{ChunkWriter, GulpDirectory, Selection};
+use gulp_io::{GulpDirectory, Selection};
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 
 fn run_ok(args: &[&str], dir: &Path) -> Vec<u8> {
     gulp()
@@ -365,12 +366,9 @@ fn extract_decodes_to_png() {
 #[test]
 fn extract_escapes_ids_that_are_not_file_names() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("gulp");
-    std::fs::create_dir(&dir).unwrap();
-    let mut w = ChunkWriter::builder().fsync(false).create(&dir, 0).unwrap();
-    w.append("../up", Value::Null, [common::jpeg("white-8x8")])
-        .unwrap();
-    w.finish().unwrap();
+    let dir = GulpDirBuilder::new(tmp.path().join("gulp"))
+        .item("../up", Value::Null, [common::jpeg("white-8x8")])
+        .write();
     let out = tmp.path().join("out");
     gulp()
         .args(["extract", "--id", "../up", "--out"])
@@ -460,17 +458,17 @@ fn bench_loader_reports_clips() {
 fn broken_pipe_exits_0_quietly() {
     // Enough meta to fill any pipe buffer.
     let tmp = tempfile::tempdir().unwrap();
-    let mut w = ChunkWriter::builder()
-        .fsync(false)
-        .create(tmp.path(), 0)
-        .unwrap();
     let jpeg = common::jpeg("white-8x8");
     let long = "x".repeat(1000);
+    let mut gulp = GulpDirBuilder::new(tmp.path());
     for i in 0..1000 {
-        w.append(&format!("item{i}"), Value::from(long.as_str()), [&jpeg])
-            .unwrap();
+        gulp = gulp.item(
+            &format!("item{i}"),
+            Value::from(long.as_str()),
+            [jpeg.clone()],
+        );
     }
-    w.finish().unwrap();
+    gulp.write();
     for args in [&["dump-meta"][..], &["check"], &["info", "--json"]] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gulp"))
             .args(args)

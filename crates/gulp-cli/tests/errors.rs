@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::{clean_dir, gulp};
-use gulp_io::ChunkWriter;
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 use predicates::prelude::*;
 use predicates::str::contains;
 
@@ -146,13 +146,10 @@ fn record_past_the_end_of_the_data_file() {
 #[test]
 fn duplicate_id_is_an_error_naming_both_chunks() {
     let tmp = clean_dir();
-    let mut w = ChunkWriter::builder()
-        .fsync(false)
-        .create(tmp.path(), 5)
-        .unwrap();
-    w.append("c", gulp_format::Value::Null, [common::jpeg("white-8x8")])
-        .unwrap();
-    w.finish().unwrap();
+    GulpDirBuilder::new(tmp.path())
+        .chunk(5)
+        .item("c", gulp_format::Value::Null, [common::jpeg("white-8x8")])
+        .write();
     gulp()
         .arg("info")
         .arg(tmp.path())

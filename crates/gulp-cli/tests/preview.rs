@@ -9,10 +9,9 @@ mod common;
 use std::path::Path;
 
 use common::gulp;
-use gulp_codec::{ColorMode, Subsampling, decode_jpeg, encode_jpeg};
-use gulp_format::{Map, Value};
+use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_ingest::Pixels;
-use gulp_io::ChunkWriter;
+use gulp_test_support::gulp_dir::{GulpDirBuilder, gradient_jpeg, labelled};
 
 /// The layout `gulp preview` documents (src/cmd/preview.rs).
 const HEADER: u32 = 12;
@@ -21,27 +20,13 @@ const COLUMNS: u32 = 8;
 
 /// Frame `k` of the test item: 64×48, a different colour field each.
 fn frame(k: usize) -> Vec<u8> {
-    let (w, h) = (64, 48);
-    let pixels: Vec<u8> = (0..w * h)
-        .flat_map(|i| {
-            let (x, y) = (i % w, i / w);
-            [
-                (x * 4 + k * 40) as u8,
-                (y * 5 + k * 25) as u8,
-                ((x + y) * 2 + k * 60) as u8,
-            ]
-        })
-        .collect();
-    encode_jpeg(&pixels, (w, h), 3, 90, Subsampling::S444).unwrap()
+    gradient_jpeg(64, 48, k)
 }
 
 fn item_dir(dir: &Path, frames: &[Vec<u8>]) {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut meta = Map::default();
-    meta.insert("label".into(), Value::String("pouring water".into()));
-    let mut writer = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
-    writer.append("clip", Value::Object(meta), frames).unwrap();
-    writer.finish().unwrap();
+    GulpDirBuilder::new(dir)
+        .item("clip", labelled("pouring water"), frames.to_vec())
+        .write();
 }
 
 /// A frame decoded and resized by its short edge to `tile`, as the command

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use gulp_format::Value;
-use gulp_io::ChunkWriter;
 use gulp_io::check::{Options, ProblemKind, check_directory};
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 
 const JPEG: &[u8] = include_bytes!("data/noise-24x16.jpg");
 
@@ -13,10 +13,10 @@ const JPEG: &[u8] = include_bytes!("data/noise-24x16.jpg");
 fn a_typed_report_of_damage_and_leftovers() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut writer = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
-    writer.append("a", Value::Null, [JPEG, JPEG]).unwrap();
-    writer.append("b", Value::Null, [JPEG]).unwrap();
-    writer.finish().unwrap();
+    GulpDirBuilder::new(dir)
+        .item("a", Value::Null, [JPEG.to_vec(), JPEG.to_vec()])
+        .item("b", Value::Null, [JPEG.to_vec()])
+        .write();
     let options = Options {
         decode: true,
         threads: 2,

@@ -6,37 +6,31 @@
 
 use std::path::Path;
 
-use gulp_format::{MetaFormat, Value};
-use gulp_io::{ChunkWriter, DirectoryWarning, ErrorKind, GulpDirectory, ReadMode, Selection};
+use gulp_format::Value;
+use gulp_io::{DirectoryWarning, ErrorKind, GulpDirectory, ReadMode, Selection};
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 
 /// A valid directory: chunk 0 with ids a (2 frames) and b (1 frame), chunk 1
 /// with id c. Frames are 5, 6 and 7 bytes, so pads are 3, 2 and 1.
 fn valid(dir: &Path) {
-    let mut w = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
-    w.append(
-        "a",
-        Value::from("A"),
-        [
-            vec![0xffu8, 0xd8, 1, 0xff, 0xd9],
-            vec![0xff, 0xd8, 1, 2, 0xff, 0xd9],
-        ],
-    )
-    .unwrap();
-    w.append(
-        "b",
-        Value::from("B"),
-        [vec![0xffu8, 0xd8, 1, 2, 3, 0xff, 0xd9]],
-    )
-    .unwrap();
-    w.finish().unwrap();
-    let mut w = ChunkWriter::builder()
-        .meta_format(MetaFormat::Msgpack)
-        .fsync(false)
-        .create(dir, 1)
-        .unwrap();
-    w.append("c", Value::from("C"), [vec![0xffu8, 0xd8, 0xff, 0xd9]])
-        .unwrap();
-    w.finish().unwrap();
+    GulpDirBuilder::new(dir)
+        .item(
+            "a",
+            Value::from("A"),
+            [
+                vec![0xffu8, 0xd8, 1, 0xff, 0xd9],
+                vec![0xff, 0xd8, 1, 2, 0xff, 0xd9],
+            ],
+        )
+        .item(
+            "b",
+            Value::from("B"),
+            [vec![0xffu8, 0xd8, 1, 2, 3, 0xff, 0xd9]],
+        )
+        .next_chunk()
+        .msgpack()
+        .item("c", Value::from("C"), [vec![0xffu8, 0xd8, 0xff, 0xd9]])
+        .write();
 }
 
 fn set_meta(dir: &Path, text: &str) {
@@ -169,9 +163,10 @@ fn corrupt_directories_give_precise_errors() {
         (
             "duplicate id across chunks",
             |d| {
-                let mut w = ChunkWriter::builder().fsync(false).create(d, 7).unwrap();
-                w.append("b", Value::Null, [[1u8; 4]]).unwrap();
-                w.finish().unwrap();
+                GulpDirBuilder::new(d)
+                    .chunk(7)
+                    .item("b", Value::Null, [vec![1u8; 4]])
+                    .write();
             },
             Expect::Open("duplicate id \"b\": in "),
         ),
@@ -217,12 +212,10 @@ fn corrupt_directories_give_precise_errors() {
 fn duplicate_id_error_names_both_chunks() {
     let dir = tempfile::tempdir().unwrap();
     valid(dir.path());
-    let mut w = ChunkWriter::builder()
-        .fsync(false)
-        .create(dir.path(), 12)
-        .unwrap();
-    w.append("c", Value::Null, [[1u8; 4]]).unwrap();
-    w.finish().unwrap();
+    GulpDirBuilder::new(dir.path())
+        .chunk(12)
+        .item("c", Value::Null, [vec![1u8; 4]])
+        .write();
     let err = GulpDirectory::open(dir.path()).unwrap_err();
     let ErrorKind::DuplicateId { id, first, second } = err.kind() else {
         panic!("{err}")

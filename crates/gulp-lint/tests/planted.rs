@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use gulp_format::Value;
-use gulp_io::{ChunkWriter, LabelIndex};
+use gulp_io::LabelIndex;
 use gulp_lint::{Check, Options, Report, lint};
+use gulp_test_support::gulp_dir::{GulpDirBuilder, labelled};
 use gulp_test_support::media::ffmpeg;
 
 /// A distinct picture: ffmpeg's moving test pattern at time `i`, rotated
@@ -66,16 +67,12 @@ fn color(dir: &Path, name: &str, color: &str) -> Vec<u8> {
 }
 
 fn write(dir: &Path, items: &[(&str, Option<&str>, &[u8])]) {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut writer = ChunkWriter::builder().create(dir, 0).unwrap();
+    let mut gulp = GulpDirBuilder::new(dir);
     for (id, label, jpeg) in items {
-        let mut meta = gulp_format::Map::default();
-        if let Some(label) = label {
-            meta.insert("label".into(), Value::from(*label));
-        }
-        writer.append(id, Value::Object(meta), [jpeg]).unwrap();
+        let meta = label.map_or(Value::Object(gulp_format::Map::default()), labelled);
+        gulp = gulp.item(id, meta, [jpeg.to_vec()]);
     }
-    writer.finish().unwrap();
+    gulp.write();
 }
 
 /// check → the sets of (dir, id) of its findings.

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use gulp_codec::{ColorMode, decode_jpeg};
 use gulp_format::{JsonSerializer, Value};
-use gulp_io::ChunkWriter;
 use gulp_loader::{
     Amount, Compare, CropMode, ItemWeights, Loader, LoaderOptions, OnError, OnMissing, Order,
     Predicate, Sampler, Sampling, Segments, Shuffle, Source, Spatial, Target, TargetValues,
     Targets, WeightColumn, clip_indices,
 };
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 
 /// `n` JPEG frames of an ffmpeg test source at `w`×`h`.
 fn ffmpeg_frames(source: &str, w: usize, h: usize, n: usize) -> Vec<Vec<u8>> {
@@ -80,18 +80,15 @@ fn write_dir(
     per_chunk: usize,
     metas: &mut HashMap<String, Value>,
 ) {
-    std::fs::create_dir(dir).expect("mkdir");
-    for (chunk, part) in items.chunks(per_chunk).enumerate() {
-        let mut writer = ChunkWriter::builder()
-            .create(dir, chunk as u64)
-            .expect("writer");
-        for (j, (id, label, frames)) in part.iter().enumerate() {
-            let meta = meta_of(first + chunk * per_chunk + j, frames.len(), label);
-            metas.insert(id.clone(), meta.clone());
-            writer.append(id, meta, frames.iter()).expect("append");
-        }
-        writer.finish().expect("finish");
-    }
+    let ids: Vec<&str> = items.iter().map(|(id, _, _)| id.as_str()).collect();
+    GulpDirBuilder::new(dir)
+        .items(&ids, per_chunk, |k, id| {
+            let (_, label, frames) = &items[k];
+            let meta = meta_of(first + k, frames.len(), label);
+            metas.insert(id.to_owned(), meta.clone());
+            (meta, frames.clone())
+        })
+        .write();
 }
 
 /// Two chunks, 10 items of 3 to 21 frames of 160x120 (two sources, two

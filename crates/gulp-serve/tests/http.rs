@@ -10,48 +10,27 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use gulp_format::Value;
-use gulp_io::ChunkWriter;
 use gulp_serve::{App, Options};
+use gulp_test_support::gulp_dir::{GulpDirBuilder, gradient_jpeg};
 
 const SECRET: &str = "TOP-SECRET-0d9f";
 
-/// A `w`×`h` JPEG of a gradient.
-fn jpeg(w: u16, h: u16, shift: u8) -> Vec<u8> {
-    let mut pixels = Vec::new();
-    for y in 0..h {
-        for x in 0..w {
-            let v = |a: u16| u8::try_from(a % 256).unwrap_or(0);
-            pixels.extend([v(x * 2).wrapping_add(shift), v(y * 2), v(x + y)]);
-        }
-    }
-    let mut out = Vec::new();
-    jpeg_encoder::Encoder::new(&mut out, 85)
-        .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)
-        .expect("encode");
-    out
-}
-
 /// Writes `ids` into `dir`, `per_chunk` items a chunk, 3 frames each,
-/// labels `class-0`, `class-1`, ...
+/// labels `class-0`, `class-1`, ... by the item's place in its chunk.
 fn write_dir(dir: &Path, ids: &[&str], per_chunk: usize) {
-    for (chunk, part) in ids.chunks(per_chunk).enumerate() {
-        let mut writer = ChunkWriter::builder()
-            .create(dir, chunk as u64)
-            .expect("writer");
-        for (k, id) in part.iter().enumerate() {
-            let frames: Vec<Vec<u8>> = (0..3).map(|f| jpeg(160, 120, f * 40)).collect();
+    let frames: Vec<Vec<u8>> = (0..3).map(|f| gradient_jpeg(160, 120, f)).collect();
+    GulpDirBuilder::new(dir)
+        .items(ids, per_chunk, |position, _| {
+            let k = position % per_chunk;
             let mut meta = gulp_format::Map::default();
             meta.insert(
                 "label".into(),
                 Value::from(format!("class-{}", k % 2).as_str()),
             );
             meta.insert("n".into(), Value::Int(k as i64));
-            writer
-                .append(id, Value::Object(meta), frames.iter())
-                .expect("append");
-        }
-        writer.finish().expect("finish");
-    }
+            (Value::Object(meta), frames.clone())
+        })
+        .write();
 }
 
 struct Served {

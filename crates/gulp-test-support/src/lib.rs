@@ -12,6 +12,7 @@
 //! | [`bad_manifest`] | `tests/data/bad/expectations.txt` | gulp-io's `bad_data`, gulp-ingest's `bad_inputs` |
 //! | [`bad_corpus`] | the generated files of `tests/data/bad/` | gulp-io's `bad_data` and `bad_corpus` example |
 //! | [`bench_dir`] | synthetic gulp directories | gulp-io's `read` bench and `make_bench_dir` example |
+//! | [`gulp_dir`] | small gulp directories item by item, and gradient JPEG frames | gulp-io's `check` and `corrupt`, gulp-cli's `common` and `preview`, gulp-lint's `planted`, gulp-serve's `http` tests |
 //! | [`media`] | videos and JPEG folders made with ffmpeg | gulp-ingest tests, gulp-cli's `ingest` test |
 //! | [`splitmix64`] | a seeded pseudo-random sequence | [`bench_dir::varied_pixels`], gulp-io's `bare_turbo` example |
 //!
@@ -30,6 +31,7 @@ pub mod bad_manifest;
 pub mod bench_dir;
 pub mod counting_alloc;
 pub mod fuzz_checks;
+pub mod gulp_dir;
 pub mod media;
 pub mod saved_inputs;
 pub mod trailer;

@@ -1,11 +1,11 @@
 //! Helpers shared by the integration tests: the binary, the gulpio2
-//! fixtures, and small directories written with `ChunkWriter`.
+//! fixtures, and small directories written with gulp-test-support's `GulpDirBuilder`.
 #![allow(dead_code)] // each test file uses a different subset
 
 use std::path::{Path, PathBuf};
 
-use gulp_format::{ChunkMeta, FrameInfo, MetaFormat, Value, read_meta};
-use gulp_io::ChunkWriter;
+use gulp_format::{ChunkMeta, FrameInfo, Value, read_meta};
+use gulp_test_support::gulp_dir::GulpDirBuilder;
 
 /// The `gulp` binary built for these tests.
 pub(crate) fn gulp() -> assert_cmd::Command {
@@ -67,37 +67,29 @@ pub(crate) fn fixture_copy(case: &Path) -> (tempfile::TempDir, PathBuf) {
 /// checksums) holds "c" (noise, white).
 pub(crate) fn clean_dir() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let mut w = ChunkWriter::builder().fsync(false).create(dir, 0).unwrap();
-    w.append(
-        "a",
-        Value::from("label a"),
-        [
-            jpeg("white-8x8"),
-            jpeg("noise-24x16"),
-            jpeg("black-gray-8x8"),
-        ],
-    )
-    .unwrap();
-    w.append(
-        "b",
-        Value::from("label b"),
-        [jpeg("photo-176x100"), jpeg("white-8x8")],
-    )
-    .unwrap();
-    w.finish().unwrap();
-    let mut w = ChunkWriter::builder()
-        .meta_format(MetaFormat::Msgpack)
-        .fsync(false)
-        .create(dir, 1)
-        .unwrap();
-    w.append(
-        "c",
-        Value::from("label c"),
-        [jpeg("noise-24x16"), jpeg("white-8x8")],
-    )
-    .unwrap();
-    w.finish().unwrap();
+    GulpDirBuilder::new(tmp.path())
+        .item(
+            "a",
+            Value::from("label a"),
+            [
+                jpeg("white-8x8"),
+                jpeg("noise-24x16"),
+                jpeg("black-gray-8x8"),
+            ],
+        )
+        .item(
+            "b",
+            Value::from("label b"),
+            [jpeg("photo-176x100"), jpeg("white-8x8")],
+        )
+        .next_chunk()
+        .msgpack()
+        .item(
+            "c",
+            Value::from("label c"),
+            [jpeg("noise-24x16"), jpeg("white-8x8")],
+        )
+        .write();
     tmp
 }
 
