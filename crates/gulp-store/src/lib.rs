@@ -26,13 +26,13 @@ pub use crate::cache::{
 };
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::files::{
-    DirEntry, StoredFile, copy_file, file_len, list_dir, read, read_into, read_optional,
-    remove_file, write_object,
+    StoredFile, copy_file, file_len, list_dir, read, read_into, read_optional, remove_file, store,
+    write_object,
 };
 pub use crate::location::{
     HTTP_SCHEMES, Location, MEMORY_SCHEME, S3_SCHEME, is_http, is_remote, same_store,
 };
-pub use crate::store::{LocalFiles, Store, store};
+pub use crate::store::{DirEntry, LocalFiles, Store};
 
 /// Requests sent to object stores by this process (GET, HEAD, LIST, PUT);
 /// 0 in a build without object stores.

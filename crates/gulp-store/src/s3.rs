@@ -39,6 +39,7 @@ mod web;
 const SPANS_AT_ONCE: usize = 8;
 
 use crate::location::{Location, MEMORY_SCHEME};
+use crate::store::{DirEntry, Store};
 
 /// A bucket's client (or a web server's), driven by the shared runtime.
 struct Bucket {
@@ -751,17 +752,17 @@ pub fn upload_file(local: &Path, url: &Path) -> Result<()> {
     result
 }
 
-/// Every object store as one [`Store`](crate::Store): S3 buckets, web
+/// Every object store as one [`Store`]: S3 buckets, web
 /// servers and stores in memory, told apart by their URLs' schemes
 /// (object_store gives each the same interface).
 #[derive(Debug, Clone, Copy)]
 pub struct ObjectStores;
 
-impl crate::Store for ObjectStores {
-    fn list(&self, dir: &Path) -> Result<Vec<crate::DirEntry>> {
+impl Store for ObjectStores {
+    fn list(&self, dir: &Path) -> Result<Vec<DirEntry>> {
         Ok(list_dir(dir)?
             .into_iter()
-            .map(|(listed, path)| crate::DirEntry {
+            .map(|(listed, path)| DirEntry {
                 object: Some(crate::cache::ObjectId {
                     size: listed.size,
                     etag: listed.etag,

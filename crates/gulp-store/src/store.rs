@@ -1,10 +1,10 @@
 //! One interface to every place a directory's files are kept: [`Store`],
 //! with two implementations. [`LocalFiles`] is the filesystem;
-//! `ObjectStores` (cargo feature `s3`) is every object store, through
-//! object_store's own trait: S3 buckets, web servers (read only) and
-//! stores held in memory (`memory://`, what the tests run the bucket
-//! paths on). [`store`] picks one from a location, and is the one place
-//! where a build without object stores says so.
+//! `ObjectStores` (cargo feature `s3`, in `s3.rs`) is every object store,
+//! through object_store's own trait: S3 buckets, web servers (read only)
+//! and stores held in memory (`memory://`, what the tests run the bucket
+//! paths on). [`store`](crate::store()) picks one from a location, and is
+//! the one place where a build without object stores says so.
 //!
 //! A location is given as the path or URL it was spelled with (errors name
 //! it); the node cache sits above this, in [`StoredFile`](crate::StoredFile),
@@ -15,9 +15,19 @@ use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
 
+use crate::cache::ObjectId;
 use crate::error::{Error, Result};
-use crate::files::DirEntry;
-use crate::location::Location;
+
+/// A file of a directory as its listing gives it.
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    /// The file name.
+    pub name: String,
+    /// Its path (a URL for an object).
+    pub path: std::path::PathBuf,
+    /// For an object, the version listed; `None` for a local file.
+    pub object: Option<ObjectId>,
+}
 
 /// What gulp asks of a place that keeps files.
 pub trait Store: Send + Sync {
@@ -41,17 +51,6 @@ pub trait Store: Send + Sync {
     fn copy(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file; one that is not there is not an error.
     fn remove(&self, path: &Path) -> Result<()>;
-}
-
-/// The store `path` is in.
-pub fn store(path: &Path) -> Result<&'static dyn Store> {
-    match Location::parse(path)? {
-        Location::Local(_) => Ok(&LocalFiles),
-        #[cfg(feature = "s3")]
-        _ => Ok(&crate::s3::ObjectStores),
-        #[cfg(not(feature = "s3"))]
-        _ => Err(Error::no_object_store(path)),
-    }
 }
 
 /// The local filesystem. Writes are atomic: a temporary file in the same
@@ -154,91 +153,5 @@ impl Store for LocalFiles {
             }
             _ => Ok(()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The filesystem as a store: whole writes, ranges, copies, removal of
-    /// what is there and of what is not.
-    #[test]
-    fn local_files_are_a_store() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let a = dir.path().join("a");
-        let s = store(&a).expect("a local store");
-        s.put(&a, b"0123456789".to_vec()).expect("put");
-        assert_eq!(s.get(&a).expect("get").as_deref(), Some(&b"0123456789"[..]));
-        assert_eq!(s.len(&a).expect("len"), 10);
-        assert_eq!(
-            s.get_ranges(&a, &[2..4, 8..10]).expect("ranges"),
-            vec![b"23".to_vec(), b"89".to_vec()]
-        );
-        let e = s.get_ranges(&a, &[0..1, 8..12]).expect_err("past the end");
-        assert!(e.to_string().contains(&*a.to_string_lossy()), "{e}");
-        let b = dir.path().join("b");
-        s.copy(&a, &b).expect("copy");
-        let mut names: Vec<String> = s
-            .list(dir.path())
-            .expect("list")
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        names.sort();
-        assert_eq!(names, ["a", "b"], "no temporary file is left");
-        s.remove(&a).expect("remove");
-        s.remove(&a).expect("removing what is gone");
-        assert_eq!(s.get(&a).expect("get"), None);
-    }
-
-    /// A store in memory answers as a bucket does, through the same
-    /// object-store code: its objects are listed with their sizes and tags,
-    /// copied on its side, and two stores of different names are apart.
-    #[cfg(feature = "s3")]
-    #[test]
-    fn a_store_in_memory_is_a_bucket_without_a_server() {
-        let a = Path::new("memory://store-test/dir/a");
-        let s = store(a).expect("a store");
-        s.put(a, b"0123456789".to_vec()).expect("put");
-        assert_eq!(s.read(a).expect("read"), b"0123456789");
-        assert_eq!(s.len(a).expect("len"), 10);
-        assert_eq!(
-            s.get_ranges(a, &[2..4, 8..10]).expect("ranges"),
-            vec![b"23".to_vec(), b"89".to_vec()]
-        );
-        let b = Path::new("memory://store-test/dir/b");
-        s.copy(a, b).expect("copy");
-        let listed = s.list(Path::new("memory://store-test/dir")).expect("list");
-        let mut seen: Vec<(String, u64)> = listed
-            .iter()
-            .map(|e| (e.name.clone(), e.object.as_ref().map_or(0, |o| o.size)))
-            .collect();
-        seen.sort();
-        assert_eq!(seen, [("a".to_owned(), 10), ("b".to_owned(), 10)]);
-        assert_eq!(
-            listed[0].path.parent(),
-            Some(Path::new("memory://store-test/dir"))
-        );
-        s.remove(a).expect("remove");
-        s.remove(a).expect("removing what is gone");
-        assert_eq!(s.get(a).expect("get"), None);
-        let e = s.read(a).expect_err("gone");
-        assert!(
-            matches!(e.kind(), crate::ErrorKind::RemoteNotFound { .. })
-                && e.to_string().starts_with("memory://store-test/dir/a"),
-            "{e}"
-        );
-        assert_eq!(
-            s.get(Path::new("memory://other-store/dir/b")).expect("get"),
-            None
-        );
-        // A web server is read only: refused before any request.
-        let web = Path::new("https://example.invalid/dir/a");
-        let e = store(web)
-            .expect("a store")
-            .put(web, vec![1])
-            .expect_err("read only");
-        assert!(e.to_string().contains("read only"), "{e}");
     }
 }
