@@ -395,7 +395,10 @@ class ClipLoader:
         none): what the next batches decode is fetched once per node, ahead
         of them — the byte ranges of their frames, or whole chunks
         (``cache_fetch``: ``"auto"``, ``"ranges"``, ``"chunks"``) — and
-        released after its last use; see docs/object-storage.md.
+        released after its last use. With ``"auto"`` and a cache that holds
+        the directory, the chunks read before are made whole behind the
+        epochs, by threads of the loader, never waited for; see
+        docs/object-storage.md.
         ``threads``: decoding threads (``None``: the cores divided among the
         ranks of this node: ``local_world_size``, by default from the
         launcher as the ranks are: torchrun's ``LOCAL_WORLD_SIZE`` or
