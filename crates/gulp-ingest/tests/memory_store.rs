@@ -2,6 +2,7 @@
 //! memory (`memory://`): the code paths of a bucket, run by `cargo test`
 //! without a server. The same paths run against Garage in the S3 test
 //! (scripts/ci/s3-test.sh).
+#![cfg(feature = "s3")]
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
