@@ -151,16 +151,19 @@ impl Catalog {
         Ok(reader)
     }
 
-    /// Decides, for a pass, whether chunk `key` is read by ranges
-    /// (the directory's fetch policy, [`gulp_store::CacheFetch`]); returns it.
-    pub(crate) fn plan_ranges(&self, (source, chunk): ChunkKey) -> bool {
+    /// Decides, for a pass, whether chunk `key` is read by ranges (the
+    /// directory's fetch policy, [`gulp_store::CacheFetch`]), and whether it
+    /// is to be made whole behind the passes
+    /// ([`gulp_io::ChunkEntry::fill_pending`]): `(ranged, fill)`. A chunk
+    /// the policy wants whole but the cache does not hold whole yet is read
+    /// by ranges, and made whole apart ([`Self::fill`]).
+    pub(crate) fn plan_ranges(&self, (source, chunk): ChunkKey) -> (bool, bool) {
         let dir = &self.dirs[source as usize];
         let entry = &dir.dir.chunks()[chunk as usize];
-        // A chunk the policy wants whole but the cache does not hold whole
-        // yet is read by ranges, and made whole apart ([`Self::fill`]).
-        let ranged = entry.fill_pending() || !entry.fetches_whole();
+        let fill = entry.fill_pending();
+        let ranged = fill || !entry.fetches_whole();
         dir.ranged[chunk as usize].store(ranged, Ordering::Relaxed);
-        ranged
+        (ranged, fill)
     }
 
     /// Fetches into the node cache the frames `frames` (indices into the
@@ -195,12 +198,6 @@ impl Catalog {
             }
             None => Ok(false),
         }
-    }
-
-    /// Whether chunk `key` is to be made whole in the node cache behind
-    /// the passes ([`gulp_io::ChunkEntry::fill_pending`]).
-    pub(crate) fn fill_pending(&self, (source, chunk): ChunkKey) -> bool {
-        self.dirs[source as usize].dir.chunks()[chunk as usize].fill_pending()
     }
 
     /// Makes chunk `key`'s data object whole in the node cache (its missing

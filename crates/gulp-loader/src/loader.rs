@@ -678,17 +678,14 @@ impl Loader {
         let mut sizes = std::collections::HashMap::new();
         for &key in per_batch.iter().flatten() {
             sizes.entry(key).or_insert_with(|| {
-                if catalog.fill_pending(key) {
+                let (ranged, fill) = catalog.plan_ranges(key);
+                if fill {
                     let inner = Arc::downgrade(&self.inner);
                     self.inner
                         .filler
                         .queue(key, |chunks| start_filler(inner, chunks));
                 }
-                if catalog.plan_ranges(key) {
-                    0
-                } else {
-                    catalog.chunk_size(key)
-                }
+                if ranged { 0 } else { catalog.chunk_size(key) }
             });
         }
         Schedule::new(start, per_batch, sizes, catalog.cache_budget())
