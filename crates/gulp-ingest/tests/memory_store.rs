@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use gulp_ingest::adapters::Dataset;
 use gulp_ingest::shard::{merge, status};
 use gulp_ingest::{FrameOptions, IngestOptions, Shard, ingest};
-use gulp_io::check::{Options, check_directory};
+use gulp_io::check::{Options, Report, check_directory};
 use gulp_io::{GulpDirectory, Selection};
 use gulp_test_support::media;
 
@@ -59,6 +59,12 @@ fn contents(dir: &Path) -> Vec<(String, Vec<Vec<u8>>)> {
     out
 }
 
+/// `check_directory` of `dir`, decoding every frame or not.
+fn check(dir: &Path, decode: bool) -> Report {
+    let threads = if decode { 2 } else { 1 };
+    check_directory(dir, Options { decode, threads }, &|_| {}).unwrap()
+}
+
 fn names(dir: &Path) -> BTreeSet<String> {
     gulp_store::list_dir(dir)
         .unwrap()
@@ -98,15 +104,7 @@ fn a_sharded_ingest_into_a_store_reports_its_tasks_and_checks_clean() {
 
     // The same items and frames as the unsharded local ingest.
     assert_eq!(contents(&out), contents(&local));
-    let report = check_directory(
-        &out,
-        Options {
-            decode: true,
-            threads: 2,
-        },
-        &|_| {},
-    )
-    .unwrap();
+    let report = check(&out, true);
     assert!(report.is_clean(), "{:?}", report.problems);
     assert_eq!(report.chunks, 4);
 
@@ -115,15 +113,7 @@ fn a_sharded_ingest_into_a_store_reports_its_tasks_and_checks_clean() {
     let mut bytes = gulp_store::read(&data).unwrap();
     bytes.truncate(bytes.len() / 2);
     gulp_store::write_object(&data, bytes).unwrap();
-    let report = check_directory(
-        &out,
-        Options {
-            decode: false,
-            threads: 1,
-        },
-        &|_| {},
-    )
-    .unwrap();
+    let report = check(&out, false);
     assert!(!report.is_clean());
     let text = format!("{:?}", report.problems);
     assert!(
@@ -163,15 +153,7 @@ fn shard_directories_in_a_store_merge_within_it() {
             names(dir)
         );
     }
-    let report = check_directory(
-        &out,
-        Options {
-            decode: false,
-            threads: 1,
-        },
-        &|_| {},
-    )
-    .unwrap();
+    let report = check(&out, false);
     assert!(report.is_clean(), "{:?}", report.problems);
 
     // Another store is another bucket: refused, nothing moved.
