@@ -179,7 +179,14 @@ impl ChunkEntry {
 
     fn range_store(&self) -> Option<&Arc<RangeStore>> {
         self.ranges
-            .get_or_init(|| self.data.range_store().map(Arc::new))
+            .get_or_init(|| {
+                // A cache that will hold the chunk whole keeps what each
+                // request brings, so that few, large holes are left to fill.
+                let whole_later = matches!(self.fetch, Fetch::RangesThenWhole);
+                self.data
+                    .range_store()
+                    .map(|r| Arc::new(r.keeping_gaps(whole_later)))
+            })
             .as_ref()
     }
 

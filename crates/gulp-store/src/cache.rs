@@ -62,10 +62,14 @@ const LOCK_EXT: &str = "lock";
 /// The directory of an object's cached byte ranges is its entry's name
 /// with this extension.
 const RANGES_EXT: &str = "ranges";
-/// Ranges of one read closer than this share a request (and a file in the
-/// cache): the padding between consecutive records, not the frames a
-/// sampler skips.
+/// Ranges of one read closer than this share a file in the cache: the
+/// padding between consecutive records, not the frames a sampler skips.
 const RANGE_GAP: u64 = 4 << 10;
+/// Ranges of one read closer than this share a request, as they do without
+/// a cache (object_store's coalescing): a request costs a store more than a
+/// MiB of bytes does (on Garage, about 1 ms of its CPU against 3–4 ms for a
+/// MiB; `docs/object-storage.md`, "What is fetched").
+pub const FETCH_GAP: u64 = 1 << 20;
 /// An entry used again within this time of its last recorded use keeps
 /// that time ([`touch`]).
 const TOUCH_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
@@ -97,8 +101,9 @@ pub enum CacheFetch {
     Auto,
     /// Each data object whole, on its first read.
     Chunks,
-    /// Only the byte ranges of the frames read (neighbours less than 4 KiB
-    /// apart in one request).
+    /// The byte ranges of the frames read, fetched as without a cache
+    /// (ranges less than 1 MiB apart in one request); the frames' bytes
+    /// kept.
     Ranges,
 }
 
@@ -415,6 +420,7 @@ impl Cache {
             whole: entry,
             size: id.size,
             known: Mutex::new(Vec::new()),
+            keep_gaps: false,
         }
     }
 
@@ -622,6 +628,23 @@ fn remove_ranges(dir: &Path) {
     let _ = fs::remove_dir(dir);
 }
 
+/// The bytes of `range` among the fetched `spans` (in increasing order,
+/// `bytes` theirs); `None` if no span holds it whole.
+fn slice_of<'a, B: AsRef<[u8]>>(
+    spans: &[Range<u64>],
+    bytes: &'a [B],
+    range: &Range<u64>,
+) -> Option<&'a [u8]> {
+    let at = spans.partition_point(|s| s.end < range.end);
+    let (span, got) = (spans.get(at)?, bytes.get(at)?);
+    if span.start > range.start || range.end > span.end {
+        return None;
+    }
+    let from = usize::try_from(range.start - span.start).ok()?;
+    let to = usize::try_from(range.end - span.start).ok()?;
+    got.as_ref().get(from..to)
+}
+
 /// `ranges` merged where they overlap or lie less than `gap` bytes apart,
 /// in increasing order.
 pub fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
@@ -657,6 +680,9 @@ pub struct RangeStore {
     /// The spans this process knows of, in increasing order of start; read
     /// again from the directory when a range is missing from them.
     known: Mutex<Vec<Span>>,
+    /// Whether the bytes fetched between the ranges read are kept too
+    /// ([`keeping_gaps`](Self::keeping_gaps)).
+    keep_gaps: bool,
 }
 
 /// A byte range of an object kept in the node cache: where its bytes are.
@@ -729,6 +755,15 @@ impl Span {
 }
 
 impl RangeStore {
+    /// Keeps in the cache all the bytes of each request (`true`: what a
+    /// cache that will hold the object whole wants, so that the object is
+    /// made whole later from few, large holes) or only those of the ranges
+    /// read (`false`, the default: a cache smaller than the data).
+    pub fn keeping_gaps(mut self, keep: bool) -> RangeStore {
+        self.keep_gaps = keep;
+        self
+    }
+
     /// Whether anything of the object is in the cache: the object whole, or
     /// some of its ranges.
     pub fn any_cached(&self) -> bool {
@@ -828,23 +863,25 @@ impl RangeStore {
             return Ok(0);
         }
         let wanted: Vec<Range<u64>> = missing.iter().map(|&k| ranges[k].clone()).collect();
-        let spans = coalesce(&wanted, RANGE_GAP);
+        let spans = coalesce(&wanted, FETCH_GAP);
         let Some(fetch) = fetch else { return Ok(0) };
         let bytes = fetch(&spans)?;
         let fetched = bytes.iter().map(|b| b.as_ref().len() as u64).sum();
-        self.keep(&spans, &bytes)?;
+        if self.keep_gaps {
+            self.keep(&spans, &bytes)?;
+        } else {
+            let kept = coalesce(&wanted, RANGE_GAP);
+            let slices: Vec<&[u8]> = kept
+                .iter()
+                .filter_map(|r| slice_of(&spans, &bytes, r))
+                .collect();
+            if slices.len() == kept.len() {
+                self.keep(&kept, &slices)?;
+            }
+        }
         if read {
             for k in missing {
-                let r = &ranges[k];
-                let at = spans.partition_point(|s| s.end < r.end);
-                let (Some(span), Some(got)) = (spans.get(at), bytes.get(at)) else {
-                    continue;
-                };
-                if span.start <= r.start && r.end <= span.end {
-                    let from = usize::try_from(r.start - span.start).unwrap_or(usize::MAX);
-                    let to = usize::try_from(r.end - span.start).unwrap_or(usize::MAX);
-                    out[k] = got.as_ref().get(from..to).map(<[u8]>::to_vec);
-                }
+                out[k] = slice_of(&spans, &bytes, &ranges[k]).map(<[u8]>::to_vec);
             }
         }
         Ok(fetched)
@@ -1347,34 +1384,40 @@ mod tests {
     fn ranges_are_fetched_once_coalesced_and_served_from_the_cache() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = std::sync::Arc::new(Cache::open(&CacheOptions::new(dir.path())).expect("open"));
-        let object: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let object: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         let v1 = id(object.len() as u64, "one");
         let store = cache.ranges("s3://b/data_0.gulp", &v1);
         assert!(!store.any_cached());
         let asked = Mutex::new(Vec::new());
-        // Two neighbours (one request) and one far away.
-        let want = [100..200, 204..300, 50_000..50_100];
+        // Two neighbours (one request) and one more than 1 MiB away.
+        let want = [100..200, 204..300, 2_000_000..2_000_100];
         let got = store.read(&want, from(&object, &asked)).expect("read");
         for (r, bytes) in want.iter().zip(&got) {
             assert_eq!(&bytes[..], part(&object, r));
         }
-        assert_eq!(*asked.lock().expect("lock"), vec![100..300, 50_000..50_100]);
+        assert_eq!(
+            *asked.lock().expect("lock"),
+            vec![100..300, 2_000_000..2_000_100]
+        );
         assert!(store.any_cached() && !store.whole_cached());
         // Another process's store finds them on disk: nothing fetched.
         let other = cache.ranges("s3://b/data_0.gulp", &v1);
         let asked = Mutex::new(Vec::new());
         let got = other
-            .read(&[150..250, 50_010..50_020], from(&object, &asked))
+            .read(&[150..250, 2_000_010..2_000_020], from(&object, &asked))
             .expect("read");
         assert!(asked.lock().expect("lock").is_empty());
         assert_eq!(&got[0][..], &object[150..250]);
-        assert_eq!(&got[1][..], &object[50_010..50_020]);
+        assert_eq!(&got[1][..], &object[2_000_010..2_000_020]);
         // Only what is missing is fetched, and `fill` keeps without reading.
         let asked = Mutex::new(Vec::new());
         let fetched = other
-            .fill(&[250..400, 60_000..60_010], from(&object, &asked))
+            .fill(&[250..400, 2_500_000..2_500_010], from(&object, &asked))
             .expect("fill");
-        assert_eq!(*asked.lock().expect("lock"), vec![250..400, 60_000..60_010]);
+        assert_eq!(
+            *asked.lock().expect("lock"),
+            vec![250..400, 2_500_000..2_500_010]
+        );
         assert_eq!(fetched, 160);
         // The ranges of one fetch share a file: their CRC-32s, then their
         // bytes.
@@ -1383,7 +1426,10 @@ mod tests {
             .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
             .collect();
         names.sort();
-        assert_eq!(names, ["100-300,50000-50100", "250-400,60000-60010"]);
+        assert_eq!(
+            names,
+            ["100-300,2000000-2000100", "250-400,2500000-2500010"]
+        );
         let shared = fs::read(store.dir.join(&names[0])).expect("file");
         assert_eq!(shared.len(), 8 + 300);
         assert_eq!(
@@ -1392,15 +1438,15 @@ mod tests {
         );
         assert_eq!(shared[8..208], object[100..300]);
         // A damaged span is never served: fetched again.
-        let span = store.dir.join("50000-50100");
-        let mut good = crc32fast::hash(&object[50_000..50_100])
+        let span = store.dir.join("2000000-2000100");
+        let mut good = crc32fast::hash(&object[2_000_000..2_000_100])
             .to_le_bytes()
             .to_vec();
-        good.extend_from_slice(&object[50_000..50_100]);
+        good.extend_from_slice(&object[2_000_000..2_000_100]);
         let mut zeroed = good.clone();
         zeroed[40..60].fill(0);
         fs::remove_file(store.dir.join(&names[0])).expect("remove");
-        for damage in [&b"short"[..], &zeroed[..], &object[50_000..50_100]] {
+        for damage in [&b"short"[..], &zeroed[..], &object[2_000_000..2_000_100]] {
             // Truncated; the right length with the wrong bytes (what a
             // power loss may leave of a file that was not synced); a range
             // without its CRC-32.
@@ -1408,11 +1454,14 @@ mod tests {
             let asked = Mutex::new(Vec::new());
             let got = cache
                 .ranges("s3://b/data_0.gulp", &v1)
-                .read(&[50_000..50_100, 50_010..50_020], from(&object, &asked))
+                .read(
+                    &[2_000_000..2_000_100, 2_000_010..2_000_020],
+                    from(&object, &asked),
+                )
                 .expect("read");
-            assert_eq!(&got[0][..], &object[50_000..50_100]);
-            assert_eq!(&got[1][..], &object[50_010..50_020]);
-            assert_eq!(*asked.lock().expect("lock"), vec![50_000..50_100]);
+            assert_eq!(&got[0][..], &object[2_000_000..2_000_100]);
+            assert_eq!(&got[1][..], &object[2_000_010..2_000_020]);
+            assert_eq!(*asked.lock().expect("lock"), vec![2_000_000..2_000_100]);
             assert_eq!(fs::read(&span).expect("span"), good);
         }
         assert_eq!(fs::read_dir(dir.path().join(PARTS)).expect("ls").count(), 0);
@@ -1422,17 +1471,57 @@ mod tests {
         fs::remove_dir_all(dir.path().join(OBJECTS)).expect("clear");
         let asked = Mutex::new(Vec::new());
         let got = store
-            .read(&[100..200, 50_000..50_100], from(&object, &asked))
+            .read(&[100..200, 2_000_000..2_000_100], from(&object, &asked))
             .expect("read after clearing");
         assert_eq!(&got[0][..], &object[100..200]);
-        assert_eq!(&got[1][..], &object[50_000..50_100]);
-        assert_eq!(*asked.lock().expect("lock"), vec![100..200, 50_000..50_100]);
+        assert_eq!(&got[1][..], &object[2_000_000..2_000_100]);
+        assert_eq!(
+            *asked.lock().expect("lock"),
+            vec![100..200, 2_000_000..2_000_100]
+        );
         let asked = Mutex::new(Vec::new());
         store
             .read(&[100..200], from(&object, &asked))
             .expect("read again");
         assert!(asked.lock().expect("lock").is_empty());
-        assert!(store.dir.join("100-200,50000-50100").is_file());
+        assert!(store.dir.join("100-200,2000000-2000100").is_file());
+    }
+
+    #[test]
+    fn ranges_less_than_a_mib_apart_share_a_request_and_the_gaps_are_kept_when_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = std::sync::Arc::new(Cache::open(&CacheOptions::new(dir.path())).expect("open"));
+        let object: Vec<u8> = (0..4_000_000u32).map(|i| (i % 253) as u8).collect();
+        let v1 = id(object.len() as u64, "one");
+        // Frames 500 KB apart (a sampler skipping frames) and one 2 MB on.
+        let want = [0..1_000, 500_000..501_000, 2_600_000..2_601_000];
+        for keep_gaps in [false, true] {
+            let url = format!("s3://b/gaps_{keep_gaps}");
+            let store = cache.ranges(&url, &v1).keeping_gaps(keep_gaps);
+            let asked = Mutex::new(Vec::new());
+            let got = store.read(&want, from(&object, &asked)).expect("read");
+            for (r, bytes) in want.iter().zip(&got) {
+                assert_eq!(&bytes[..], part(&object, r));
+            }
+            // As without a cache: one request for the first two.
+            assert_eq!(
+                *asked.lock().expect("lock"),
+                vec![0..501_000, 2_600_000..2_601_000]
+            );
+            if keep_gaps {
+                assert_eq!(store.spans(), vec![0..501_000, 2_600_000..2_601_000]);
+            } else {
+                assert_eq!(store.spans(), want.to_vec());
+            }
+            // What lies between the first two is cached only when kept.
+            let asked = Mutex::new(Vec::new());
+            let got = store
+                .read(&[250_000..250_100], from(&object, &asked))
+                .expect("read between");
+            assert_eq!(&got[0][..], &object[250_000..250_100]);
+            let fetched = asked.lock().expect("lock").clone();
+            assert_eq!(fetched.is_empty(), keep_gaps, "{fetched:?}");
+        }
     }
 
     #[test]
