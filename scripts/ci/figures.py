@@ -54,19 +54,14 @@ FIGURES = {
     "class_bytes": "8",
     "item_bytes": "32",  # the record and a class target
     # The clip loader over a bucket (docs/benchmarks.md, "Object storage"; docs/runs,
-    # 2026-11-27).
-    "s3_tenth_bytes": "0.97–1.00",  # bytes fetched ÷ the frames decoded, cache of a tenth
-    "s3_full_bytes": "1.26",  # bytes fetched over 5 epochs ÷ the data, cache that holds it
-    # (48-frame items, 2026-11-29)
-    "s3_warm": "0.95–1.03",  # epochs once the chunks are whole ÷ local (2026-11-29)
-    "s3_shared": "0.24–0.25",  # cold epoch and tenth ÷ local, Garage on the same 2 cores
-    "s3_runs": "19",  # runs with Garage on a core of its own
-    "s3_cold": "0.70–0.75",  # cold epoch ÷ local, those runs
-    "s3_tenth": "0.66–0.76",  # cache of a tenth ÷ local
-    "s3_twice": "0.59–0.61",  # the tenth's two slow epochs
-    "s3_direct": "0.70–0.77",  # cold, without the counting proxy
-    "s3_loader_cpu": "1.4–1.5",  # the loader's CPU s an epoch from the bucket
-    "local_loader_cpu": "1.0–1.1",  # the same from the local directory
+    # 2026-11-29: 48- and 160-frame items, seven runs).
+    "s3_cold_direct": "0.94–1.24",  # cold epoch through the cache ÷ no cache
+    "s3_tenth_direct": "0.96–1.39",  # cache of a tenth ÷ no cache
+    "s3_full_bytes": "1.03",  # bytes fetched over 5 or 6 epochs ÷ the data, cache that holds it
+    "s3_warm": "0.95–1.03",  # epochs once the chunks are whole ÷ local
+    "s3_shared": "0.17–0.29",  # cold epoch ÷ local, Garage on the same 2 cores
+    "s3_own_core": "0.24–0.43",  # the same, Garage on a core of its own, 128 KiB blocks
+    "s3_tenth_bytes": "5.3–9.7",  # bytes fetched ÷ the frames decoded, cold or a tenth
     # gulp lint on images (docs/benchmarks.md, 2026-11-27).
     "lint_vs_cleanvision": "24",
     "lint_vs_fastdup": "32",
@@ -141,30 +136,26 @@ QUOTES = [
     ("docs/loader.md", "nothing per item): {frame_bytes} bytes a frame, {record_bytes} an item, a sample's target "
                        "({class_bytes} bytes for a class;"),
     # The clip loader over a bucket.
-    ("docs/benchmarks.md", "{s3_tenth_bytes}× their bytes per epoch with a cache of 10 % of the data."),
-    ("docs/benchmarks.md", "the chunks made whole behind the epochs: {s3_full_bytes}× the data over 5 epochs on "
-                           "48-frame items"),
-    ("docs/benchmarks.md", "The epochs after the chunks are whole ran at {s3_warm}× local."),
-    ("docs/benchmarks.md", "Cold epoch and tenth: {s3_shared}× local with Garage on the same 2 cores"),
-    ("docs/benchmarks.md", "through the counting proxy, {s3_runs} runs: cold {s3_cold}×, the tenth {s3_tenth}×, "
-                           "twice {s3_twice}× ({s3_direct}× without the proxy;"),
-    ("docs/loader.md", "each epoch fetched {s3_tenth_bytes} × the bytes of the frames it decoded"),
-    ("docs/loader.md", "{s3_full_bytes} × the data over 5 epochs, and the epochs once the chunks were whole ran "
-                       "at {s3_warm} × the local directory's speed"),
-    ("docs/loader.md", "{s3_shared} × local with Garage on the same 2 cores; with Garage on a core of its own, "
-                       "128 KiB blocks and the cache on a journaled ext4, {s3_cold} × for the cold epoch and "
-                       "{s3_tenth} × with a tenth of the data cached (twice {s3_twice}), through the counting "
-                       "proxy ({s3_runs} runs; {s3_direct} × without it)"),
-    ("docs/loader.md", "({s3_loader_cpu} CPU s an epoch against {local_loader_cpu} locally)"),
-    ("docs/faq.md", "once they are whole the epochs ran at {s3_warm}× the local directory's speed; the first "
-                    "epoch and a cache "
-                    "of a tenth of the data are bound by the store's work per request ({s3_cold}× and "
-                    "{s3_tenth}× local with the server on a core of its own)"),
-    ("docs/object-storage.md", "{s3_shared} × local with the server on the loader's 2 cores"),
-    ("docs/object-storage.md", "the cold epoch ran at {s3_cold} × local in {s3_runs} runs and a cache of a tenth of "
-                               "the data at {s3_tenth}, twice {s3_twice} ({s3_direct} × straight from Garage;"),
-    ("docs/object-storage.md", "the loader's core holds {s3_loader_cpu} CPU s of work an epoch against "
-                               "{local_loader_cpu} locally"),
+    ("docs/benchmarks.md", "the cold epoch ran at {s3_cold_direct}× no cache and a\ncache of 10 % of the data at "
+                           "{s3_tenth_direct}×"),
+    ("docs/benchmarks.md", "both fetching {s3_tenth_bytes}× the bytes they decode on TSN\nclips"),
+    ("docs/benchmarks.md", "{s3_full_bytes}× the data over 5 or 6 epochs, every epoch after the cold one\nfaster"),
+    ("docs/benchmarks.md", "whole at {s3_warm}× local"),
+    ("docs/benchmarks.md", "the cold epoch at {s3_shared}× local with\nGarage on the same 2 cores, {s3_own_core}× on a "
+                           "core of its own"),
+    ("docs/loader.md", "the cold epoch at\n{s3_cold_direct} × the speed of the same bucket read without a cache, a "
+                       "cache of a tenth of the data\nwith the full shuffle at {s3_tenth_direct} ×"),
+    ("docs/loader.md", "{s3_full_bytes} × the data\nfetched over 5 or 6 epochs"),
+    ("docs/loader.md", "the chunks were whole at {s3_warm} × the local directory's speed"),
+    ("docs/loader.md", "the cold epoch ran at {s3_shared} × local with\nGarage on the same 2 cores"),
+    ("docs/faq.md", "epochs ran at {s3_warm}× the local directory's speed"),
+    ("docs/faq.md", "(the cold epoch at\n  {s3_shared}× local with the server on the same 2 cores)"),
+    ("docs/object-storage.md", "the cold epoch ran at {s3_shared} × local with the server on the loader's 2 cores, "
+                               "and at\n  {s3_own_core} × with Garage on a core of its own"),
+    ("docs/object-storage.md", "ran at {s3_cold_direct} × that speed cold and {s3_tenth_direct} × with a\n  cache "
+                               "of a tenth"),
+    ("docs/object-storage.md", "{s3_tenth_bytes} × the bytes it decodes on TSN clips"),
+    ("docs/object-storage.md", "Over five or\n  six epochs each byte of the data objects is fetched {s3_full_bytes} times."),
     # gulp lint.
     ("docs/benchmarks.md", "gulp is **{lint_vs_cleanvision}× CleanVision, {lint_vs_fastdup}× fastdup**"),
     ("CHANGELOG.md", "On images, {lint_vs_cleanvision}× CleanVision's and {lint_vs_fastdup}× fastdup's speed"),
