@@ -366,10 +366,8 @@ fn upload(file: &Planned, to: &Path) -> Result<bool> {
 
 /// Checks the object `to` against the size and tag expected of it; `false`
 /// when the store's tag is not an MD5 tag (the size was checked).
-#[cfg(feature = "s3")]
 fn verify_object(from: &Path, to: &Path, size: u64, want: Option<&str>) -> Result<bool> {
-    let object = gulp_store::s3::Object::at(to)?;
-    let got = object.head()?;
+    let got = gulp_store::store(to)?.version(to)?;
     if got.size != size {
         return Err(changed(from, to));
     }
@@ -385,7 +383,6 @@ fn verify_object(from: &Path, to: &Path, size: u64, want: Option<&str>) -> Resul
     }
 }
 
-#[cfg(feature = "s3")]
 fn download(file: &Planned, to: &Path) -> Result<bool> {
     let temp = temp_path(to);
     let result = (|| {
@@ -393,12 +390,11 @@ fn download(file: &Planned, to: &Path) -> Result<bool> {
         output
             .set_len(file.size)
             .map_err(|e| Error::io("writing", &temp, e))?;
-        gulp_store::s3::Object::at(&file.path)?.download(
-            &output,
-            file.size,
-            file.etag.as_deref(),
-            &[],
-        )?;
+        let version = gulp_store::cache::ObjectId {
+            size: file.size,
+            etag: file.etag.clone(),
+        };
+        gulp_store::store(&file.path)?.download(&file.path, &version, &output, &[])?;
         output
             .sync_all()
             .map_err(|e| Error::io("syncing", &temp, e))?;
@@ -421,7 +417,6 @@ fn download(file: &Planned, to: &Path) -> Result<bool> {
 
 /// An object to another: on the server within a bucket, else through a
 /// local temporary file.
-#[cfg(feature = "s3")]
 fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
     if gulp_store::same_store(&file.path, to) {
         gulp_store::copy_file(&file.path, to)?;
@@ -442,14 +437,4 @@ fn copy_remote(file: &Planned, to: &Path) -> Result<bool> {
 #[cfg(not(feature = "s3"))]
 fn upload(_: &Planned, to: &Path) -> Result<bool> {
     Err(gulp_store::Error::no_object_store(to).into())
-}
-
-#[cfg(not(feature = "s3"))]
-fn download(file: &Planned, _: &Path) -> Result<bool> {
-    Err(gulp_store::Error::no_object_store(&file.path).into())
-}
-
-#[cfg(not(feature = "s3"))]
-fn copy_remote(file: &Planned, _: &Path) -> Result<bool> {
-    Err(gulp_store::Error::no_object_store(&file.path).into())
 }

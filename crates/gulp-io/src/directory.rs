@@ -20,6 +20,7 @@ use crate::index_policy::{IndexPolicy, IndexState, is_index_temp};
 use crate::labels::{LABEL_FILE, LabelIndex};
 use crate::reader::{ChunkReader, ReadMode, load_meta_from};
 use crate::select::Selection;
+use gulp_store::CachedStore;
 use gulp_store::StoredFile;
 use gulp_store::cache::{Cache, CacheChoice, CacheFetch, CacheOptions, RangeStore};
 
@@ -160,7 +161,6 @@ impl ChunkEntry {
         mode: ReadMode,
         whole: bool,
     ) -> Result<ChunkReader> {
-        #[cfg(feature = "s3")]
         if let Some(store) = self.range_store().filter(|_| !whole) {
             // A whole copy in the cache serves better than ranges.
             if !store.whole_cached() {
@@ -173,7 +173,6 @@ impl ChunkEntry {
                 );
             }
         }
-        let _ = whole;
         ChunkReader::from_source(&self.data, self.meta_path.clone(), self.chunk, meta, mode)
     }
 
@@ -1055,7 +1054,12 @@ fn list_chunks(dir: &Path, cache: &Option<Arc<Cache>>) -> Result<Listed> {
     let mut meta = HashMap::new();
     let mut warnings = Vec::new();
     let mut labels = None;
-    for entry in gulp_store::list_dir(dir)? {
+    let store = gulp_store::store(dir)?;
+    // The store the directory is in, read through the cache.
+    let cache = cache
+        .as_ref()
+        .map(|c| Arc::new(CachedStore::new(store, Arc::clone(c))));
+    for entry in store.list(dir)? {
         let source = StoredFile {
             path: entry.path,
             object: entry.object,

@@ -14,10 +14,8 @@ use memmap2::Mmap;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::Selection;
-use gulp_store::StoredFile;
-use gulp_store::cache::Cached;
-#[cfg(feature = "s3")]
-use gulp_store::cache::RangeStore;
+use gulp_store::cache::{Cached, ObjectId, RangeStore};
+use gulp_store::{CachedStore, Store, StoredFile};
 
 /// Reads and parses a meta file of either format, naming it on error.
 pub(crate) fn load_meta(meta_path: &Path) -> Result<ChunkMeta> {
@@ -47,18 +45,38 @@ pub enum ReadMode {
     Buffered,
 }
 
-#[derive(Debug)]
 enum Data {
     Mapped(Mmap),
     File(Mutex<File>),
     /// An object in an object store: frames are range requests, through
     /// the node cache's ranges of the object when there is one.
-    #[cfg(feature = "s3")]
     Remote {
-        object: gulp_store::s3::Object,
-        ranges: Option<Arc<RangeStore>>,
-        etag: Option<String>,
+        store: &'static dyn Store,
+        cached: Option<CachedRanges>,
     },
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Data::Mapped(map) => f.debug_tuple("Mapped").field(&map.len()).finish(),
+            Data::File(file) => f.debug_tuple("File").field(file).finish(),
+            Data::Remote { cached, .. } => {
+                f.debug_struct("Remote").field("cached", cached).finish()
+            }
+        }
+    }
+}
+
+/// An object's byte ranges read through the node cache.
+#[derive(Debug)]
+struct CachedRanges {
+    /// The ranges of the object the cache keeps.
+    ranges: Arc<RangeStore>,
+    /// The cache over the object's store: what fetches the ranges missing.
+    via: Arc<CachedStore>,
+    /// The version of the object read (the listing's).
+    version: ObjectId,
 }
 
 /// One chunk opened for reading: its meta, and its data file mapped.
@@ -126,12 +144,11 @@ impl ChunkReader {
         mode: ReadMode,
     ) -> Result<ChunkReader> {
         let data_path = data.path.clone();
-        #[cfg(feature = "s3")]
         if cached.is_none() && gulp_store::is_remote(&data_path) {
-            let object = gulp_store::s3::Object::at(&data_path)?;
+            let store = gulp_store::store(&data_path)?;
             let data_len = match &data.object {
                 Some(listed) => listed.size,
-                None => object.size()?,
+                None => store.len(&data_path)?,
             };
             return Ok(ChunkReader {
                 chunk,
@@ -139,9 +156,8 @@ impl ChunkReader {
                 meta_path,
                 meta,
                 data: Data::Remote {
-                    object,
-                    ranges: None,
-                    etag: None,
+                    store,
+                    cached: None,
                 },
                 data_len,
                 _cached: None,
@@ -179,7 +195,6 @@ impl ChunkReader {
     /// A reader of the object `data` that reads the byte ranges it is
     /// asked for through the node cache's `ranges` of it: from the cache
     /// where it holds them, else from the store, keeping them.
-    #[cfg(feature = "s3")]
     pub(crate) fn from_ranges(
         data: &StoredFile,
         ranges: Arc<RangeStore>,
@@ -187,21 +202,26 @@ impl ChunkReader {
         chunk: u64,
         meta: Arc<ChunkMeta>,
     ) -> Result<ChunkReader> {
-        let object = gulp_store::s3::Object::at(&data.path)?;
-        let (data_len, etag) = match &data.object {
-            Some(listed) => (listed.size, listed.etag.clone()),
-            None => (object.size()?, None),
+        let store = gulp_store::store(&data.path)?;
+        // The ranges come from a file with a cache and a listed version;
+        // without either, the store is read without the cache.
+        let (cached, data_len) = match (&data.cache, &data.object) {
+            (Some(via), Some(version)) => (
+                Some(CachedRanges {
+                    ranges,
+                    via: Arc::clone(via),
+                    version: version.clone(),
+                }),
+                version.size,
+            ),
+            _ => (None, store.len(&data.path)?),
         };
         Ok(ChunkReader {
             chunk,
             data_path: data.path.clone(),
             meta_path,
             meta,
-            data: Data::Remote {
-                object,
-                ranges: Some(ranges),
-                etag,
-            },
+            data: Data::Remote { store, cached },
             data_len,
             _cached: None,
         })
@@ -212,19 +232,17 @@ impl ChunkReader {
     /// through the cache (what a loader does ahead of its decoding
     /// threads); the bytes fetched (0 for any other reader).
     pub fn fetch_records(&self, id: &str, records: &[(usize, FrameInfo)]) -> Result<u64> {
-        #[cfg(feature = "s3")]
         if let Data::Remote {
-            object,
-            ranges: Some(store),
-            etag,
+            cached: Some(c), ..
         } = &self.data
         {
             let spans = records
                 .iter()
                 .map(|(k, fi)| self.record_range(id, *k, fi))
                 .collect::<Result<Vec<_>>>()?;
-            return store
-                .fill(&spans, |spans| object.get_spans(spans, etag.as_deref()))
+            return c
+                .ranges
+                .fill(&spans, c.via.fetch(&self.data_path, &c.version))
                 .map_err(|e| self.locate_remote(e, id));
         }
         let _ = (id, records);
@@ -349,11 +367,8 @@ impl ChunkReader {
         id: &str,
         records: &[(usize, FrameInfo)],
     ) -> Result<Vec<Cow<'_, [u8]>>> {
-        #[cfg(feature = "s3")]
         if let Data::Remote {
-            object,
-            ranges: Some(store),
-            etag,
+            cached: Some(c), ..
         } = &self.data
         {
             // Whole records are kept (their padding too), so that the
@@ -363,8 +378,9 @@ impl ChunkReader {
                 .iter()
                 .map(|(k, fi)| self.record_range(id, *k, fi))
                 .collect::<Result<Vec<_>>>()?;
-            let got = store
-                .read(&spans, |spans| object.get_spans(spans, etag.as_deref()))
+            let got = c
+                .ranges
+                .read(&spans, c.via.fetch(&self.data_path, &c.version))
                 .map_err(|e| self.locate_remote(e, id))?;
             return records
                 .iter()
@@ -376,8 +392,7 @@ impl ChunkReader {
                 })
                 .collect();
         }
-        #[cfg(feature = "s3")]
-        if let Data::Remote { object, .. } = &self.data {
+        if let Data::Remote { store, .. } = &self.data {
             let ranges = records
                 .iter()
                 .map(|(k, fi)| {
@@ -385,8 +400,8 @@ impl ChunkReader {
                     Ok(s..e)
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let got = object
-                .get_ranges(&ranges)
+            let got = store
+                .get_ranges(&self.data_path, &ranges)
                 .map_err(|e| self.locate_remote(e, id))?;
             return Ok(got.into_iter().map(Cow::Owned).collect());
         }
@@ -397,7 +412,6 @@ impl ChunkReader {
     }
 
     /// Adds the item to an object-store error.
-    #[cfg(feature = "s3")]
     fn locate_remote(&self, e: impl Into<crate::Error>, id: &str) -> crate::Error {
         let e = e.into();
         match e.kind() {
@@ -434,15 +448,14 @@ impl ChunkReader {
                     )),
                 }
             }
-            #[cfg(feature = "s3")]
-            Data::Remote { object, ranges, .. } => {
-                if ranges.is_some() {
+            Data::Remote { store, cached } => {
+                if cached.is_some() {
                     let mut got = self.records_at(id, &[(index, *fi)])?;
                     return Ok(got.pop().unwrap_or_default());
                 }
                 let range = start..end;
-                let mut got = object
-                    .get_ranges(std::slice::from_ref(&range))
+                let mut got = store
+                    .get_ranges(&self.data_path, std::slice::from_ref(&range))
                     .map_err(|e| self.locate_remote(e, id))?;
                 Ok(Cow::Owned(got.pop().unwrap_or_default()))
             }
@@ -464,7 +477,6 @@ impl ChunkReader {
 
     /// Byte range of a whole record (`loc .. loc + length`), checked as
     /// [`jpeg_range`](Self::jpeg_range) checks it.
-    #[cfg(feature = "s3")]
     fn record_range(&self, id: &str, index: usize, fi: &FrameInfo) -> Result<std::ops::Range<u64>> {
         let (start, _) = self.jpeg_range(id, index, fi)?;
         Ok(start..fi.end().unwrap_or(start))

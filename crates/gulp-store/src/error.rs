@@ -73,6 +73,16 @@ impl Error {
         *self.0
     }
 
+    /// Whether the file or object is not there (a missing local file, an
+    /// object store's "no such object").
+    pub fn is_not_found(&self) -> bool {
+        match self.kind() {
+            ErrorKind::RemoteNotFound { .. } => true,
+            ErrorKind::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
+
     /// [`ErrorKind::NoObjectStore`] for `path`.
     pub fn no_object_store(path: &Path) -> Error {
         ErrorKind::NoObjectStore {

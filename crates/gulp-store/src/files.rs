@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::{Cache, Cached, ObjectId, RangeStore};
+use crate::cache::{Cached, ObjectId, RangeStore};
+use crate::cached::CachedStore;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::location::{Location, is_remote};
@@ -36,8 +37,9 @@ pub struct StoredFile {
     pub path: PathBuf,
     /// For an object, the version the directory's listing saw.
     pub object: Option<ObjectId>,
-    /// The node cache objects are read through.
-    pub cache: Option<Arc<Cache>>,
+    /// The node cache objects are read through: the store the file is in,
+    /// wrapped.
+    pub cache: Option<Arc<CachedStore>>,
 }
 
 impl StoredFile {
@@ -56,7 +58,7 @@ impl StoredFile {
         let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
             return None;
         };
-        Some(cache.ranges(self.path.to_str().unwrap_or_default(), object))
+        Some(cache.ranges(&self.path, object))
     }
 
     /// The object's cached copy, in use while the result lives: fetched
@@ -68,24 +70,7 @@ impl StoredFile {
         let (Some(cache), Some(object)) = (&self.cache, &self.object) else {
             return Ok(None);
         };
-        #[cfg(feature = "s3")]
-        {
-            use std::os::unix::fs::FileExt;
-            let url = self.path.to_str().unwrap_or_default();
-            let remote = crate::s3::Object::at(&self.path)?;
-            cache.get(url, object, |file| {
-                let have = cache.ranges(url, object).each_span(|span, bytes| {
-                    file.write_all_at(bytes, span.start)
-                        .map_err(|e| Error::io("writing", &self.path, e))
-                })?;
-                remote.download(file, object.size, object.etag.as_deref(), &have)
-            })
-        }
-        #[cfg(not(feature = "s3"))]
-        {
-            let _ = (cache, object);
-            Ok(None)
-        }
+        cache.whole(&self.path, object)
     }
 
     /// Reads the whole file into `buf` (cleared first), from the cache

@@ -12,6 +12,7 @@
 #![deny(unsafe_code)]
 
 pub mod cache;
+mod cached;
 mod error;
 pub mod etag;
 mod files;
@@ -24,6 +25,7 @@ pub use crate::cache::{
     CACHE_DIR_ENV, CACHE_FETCH_ENV, CACHE_LIMIT_ENV, CacheChoice, CacheFetch, CacheOptions,
     parse_byte_size,
 };
+pub use crate::cached::CachedStore;
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::files::{
     StoredFile, copy_file, file_len, list_dir, read, read_into, read_optional, remove_file, store,

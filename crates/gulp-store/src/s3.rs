@@ -458,11 +458,7 @@ impl Object {
     /// that they come from the version listed (another version is an
     /// error, never a mix), and tried again up to `GULP_S3_RETRIES` times
     /// when the transfer fails (a reset connection, a timeout).
-    async fn fetch_range(
-        &self,
-        range: Range<u64>,
-        etag: Option<&str>,
-    ) -> Result<impl AsRef<[u8]> + use<>> {
+    async fn fetch_range(&self, range: Range<u64>, etag: Option<&str>) -> Result<bytes::Bytes> {
         let retries = retries();
         let mut attempt = 0;
         loop {
@@ -515,11 +511,7 @@ impl Object {
 
     /// The bytes of `spans` (each fetched as one request, `SPANS_AT_ONCE`
     /// at a time, as `fetch_range` fetches), in order.
-    pub fn get_spans(
-        &self,
-        spans: &[Range<u64>],
-        etag: Option<&str>,
-    ) -> Result<Vec<impl AsRef<[u8]> + use<>>> {
+    pub fn get_spans(&self, spans: &[Range<u64>], etag: Option<&str>) -> Result<Vec<bytes::Bytes>> {
         runtime().block_on(
             futures::stream::iter(spans.iter().cloned())
                 .map(|span| self.fetch_range(span, etag))
@@ -539,9 +531,9 @@ impl Object {
         have: &[Range<u64>],
     ) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        const PART: u64 = 8 << 20;
         const PARALLEL: usize = 4;
-        let parts = missing_parts(size, have, PART, KEEP_SPAN);
+        let parts =
+            crate::store::missing_parts(size, have, crate::store::PART, crate::store::KEEP_SPAN);
         let fetch = |range: Range<u64>| async move {
             let bytes = self.fetch_range(range.clone(), etag).await?;
             file.write_all_at(bytes.as_ref(), range.start)
@@ -627,50 +619,6 @@ fn clean(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// The shortest span of an object already in the cache that a whole fetch
-/// leaves out between two holes. Shorter ones (a frame, or the frames of a
-/// small item) are fetched again with the holes on either side, in one
-/// request: a request costs a store about what a few hundred KB do (on
-/// Garage, about 1 ms of its CPU against 3–4 ms for a MiB), and fetching
-/// less than that again saves a request for few bytes. The ranges an epoch
-/// fetches through a cache that will hold the object are kept with what
-/// lies between them ([`crate::cache::RangeStore::keeping_gaps`]), so most
-/// cached spans are a clip's and far longer.
-const KEEP_SPAN: u64 = 256 << 10;
-
-/// The parts, of at most `part` bytes, of `0..size` that `have` does not
-/// cover; two holes with less than `keep` covered bytes between them are
-/// one (those bytes fetched again).
-fn missing_parts(size: u64, have: &[Range<u64>], part: u64, keep: u64) -> Vec<Range<u64>> {
-    let mut holes: Vec<Range<u64>> = Vec::new();
-    let mut at = 0;
-    // Each covered range ends the hole before it; the end of the object
-    // ends the last.
-    for (start, end) in crate::cache::coalesce(have, 0)
-        .iter()
-        .map(|c| (c.start.min(size), c.end.min(size)))
-        .chain(std::iter::once((size, size)))
-    {
-        if at < start {
-            match holes.last_mut() {
-                Some(last) if at - last.end < keep => last.end = start,
-                _ => holes.push(at..start),
-            }
-        }
-        at = at.max(end);
-    }
-    let mut parts = Vec::new();
-    for hole in holes {
-        let mut from = hole.start;
-        while from < hole.end {
-            let to = (from + part).min(hole.end);
-            parts.push(from..to);
-            from = to;
-        }
-    }
-    parts
 }
 
 /// Requests [`Object::get_ranges`] sends for `ranges`: object_store merges
@@ -802,6 +750,29 @@ impl Store for ObjectStores {
     fn remove(&self, path: &Path) -> Result<()> {
         Object::at(path)?.delete()
     }
+
+    fn version(&self, path: &Path) -> Result<crate::cache::ObjectId> {
+        Object::at(path)?.head()
+    }
+
+    fn get_version_ranges(
+        &self,
+        path: &Path,
+        version: &crate::cache::ObjectId,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<bytes::Bytes>> {
+        Object::at(path)?.get_spans(ranges, version.etag.as_deref())
+    }
+
+    fn download(
+        &self,
+        path: &Path,
+        version: &crate::cache::ObjectId,
+        file: &std::fs::File,
+        have: &[Range<u64>],
+    ) -> Result<()> {
+        Object::at(path)?.download(file, version.size, version.etag.as_deref(), have)
+    }
 }
 
 #[cfg(test)]
@@ -814,30 +785,6 @@ mod tests {
         assert_eq!(host("https://example.org"), "example.org");
         assert_eq!(host("http://[::1]:80"), "[::1]");
         assert_eq!(host("http://[::1]"), "[::1]");
-    }
-
-    #[test]
-    // A list of one byte range is what is meant, not a list of numbers.
-    #[allow(clippy::single_range_in_vec_init)]
-    fn a_whole_fetch_asks_for_what_the_ranges_do_not_cover() {
-        assert_eq!(missing_parts(10, &[], 4, 1), vec![0..4, 4..8, 8..10]);
-        assert_eq!(missing_parts(10, &[2..4, 3..6], 4, 1), vec![0..2, 6..10]);
-        assert_eq!(missing_parts(10, &[0..10], 4, 1), Vec::<Range<u64>>::new());
-        assert_eq!(missing_parts(10, &[8..10, 0..1], 100, 1), vec![1..8]);
-        // Covered spans shorter than `keep` between two holes are fetched
-        // again with them, in as few parts as the part size allows; those
-        // at either end, or covering everything, are not.
-        assert_eq!(missing_parts(10, &[2..3, 5..9], 100, 2), vec![0..5, 9..10]);
-        assert_eq!(missing_parts(10, &[2..3, 5..6], 100, 2), vec![0..10]);
-        assert_eq!(
-            missing_parts(10, &[0..10], 100, 100),
-            Vec::<Range<u64>>::new()
-        );
-        assert_eq!(missing_parts(10, &[0..4, 5..10], 100, 100), vec![4..5]);
-        assert_eq!(
-            missing_parts(10, &[0..1, 3..4, 6..10], 100, 100),
-            vec![1..6]
-        );
     }
 
     #[test]
