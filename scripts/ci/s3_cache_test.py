@@ -420,10 +420,12 @@ def main() -> int:
             decoded = decoded_bytes(got, indices)
             # Each clip's records as without a cache: less than 1 MiB apart
             # in one request, the bytes between them too (only the frames'
-            # bytes kept). Epoch 2 finds some in the cache.
+            # bytes kept). Epoch 2 finds some in the cache. A clip fetched
+            # ahead when the cache had no room for it is fetched again by
+            # its decoding: the 1.3.
             spans, span_bytes = fetched_as_without_a_cache(got, indices)
-            assert requests(s, "GET") <= spans + 16 + 1, (epoch, s, spans)
-            assert s["bytes_down"] <= span_bytes + one_meta + 2048 * sum(
+            assert requests(s, "GET") <= 1.3 * spans + 16 + 1, (epoch, s, spans)
+            assert s["bytes_down"] <= 1.3 * span_bytes + one_meta + 2048 * sum(
                 s["requests"].values()), (epoch, s, span_bytes)
             kept = sum(p.stat().st_size for p in entries(cache_dir))
             assert kept <= limit, (kept, limit)
