@@ -6,6 +6,7 @@ gulp / each, and the bytes each format stores.
 
     "$(scripts/env/torch-env.sh)" scripts/bench/bench_formats.py [--quick] [--json FILE]
         [--items 320] [--no-s3] [--wds-aws] [--corpora 170x128,320x240] [--work DIR]
+        [--server-core] [--block-size BYTES]
 
 The venv: torch is never in CI's .venv, so this runs in the venv of
 scripts/env/torch-env.sh (torch, and the wheel of this checkout, built by
@@ -18,7 +19,10 @@ Pillow is pip installed into it on the first run, and awscli with
 bucket, Garage is built once by scripts/env/garage.sh into
 ~/.cache/gulp-tools if missing (about 16 minutes of both cores); --no-s3
 runs the local part alone, --bucket-from-env uses the server and bucket
-that the AWS_* variables and GULP_S3_BUCKET name.
+that the AWS_* variables and GULP_S3_BUCKET name. --server-core puts Garage
+on the last core and the bucket rows' loaders on the others, as a server on
+another machine would leave them (the local rows run first, on every core);
+--block-size sets Garage's block size.
 
 The corpus, made once into --work (default target/bench-formats) and reused
 while --items is the same: for each shape (170x128: short edge 128, as
@@ -601,10 +605,10 @@ def label(row, where):
     return name
 
 
-def print_tables(results, corpora, load0, load1, settings):
+def print_tables(results, corpora, load0, load1, settings, where):
     print(f"\nbench_formats.py: clips/s, batches of 8 clips x 8 frames (TSN segments), short edge "
           f"128, random 112x112 crop and flip; best of >= {settings['epochs']} epochs after "
-          f"{settings['warmup']} warm-up; 2 cores; load {load0:.2f} at the start, {load1:.2f} at "
+          f"{settings['warmup']} warm-up; {where}; load {load0:.2f} at the start, {load1:.2f} at "
           f"the end\n")
     print("| frames | from | loader | clips/s | gulp ÷ this | ≥ 3× | Garage CPU s / epoch |")
     print("|---|---|---|---|---|---|---|")
@@ -692,6 +696,10 @@ def main():
     p.add_argument("--bucket-from-env", action="store_true",
                    help="use the S3 server and bucket that the AWS_* variables and GULP_S3_BUCKET "
                         "name instead of starting Garage")
+    from bench_s3 import server_cores, server_options
+
+    server_options(p, "Garage on the last core, the bucket rows' loaders on the others (the "
+                      "local rows run first, on every core)")
     p.add_argument("--work", default=os.path.join(REPO, "target", "bench-formats"),
                    help="where the corpus is made and kept (default target/bench-formats)")
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
@@ -705,6 +713,9 @@ def main():
         print(json.dumps(res))
         return
 
+    cores = server_cores(p, a)
+    if a.server_core and (a.no_s3 or a.bucket_from_env):
+        p.error("--server-core pins the Garage this starts: not with --no-s3 or --bucket-from-env")
     names = a.corpora.split(",")
     only = a.only.split(",")
     if bad := (set(names) - set(CORPORA)) | (set(only) - set(LOADERS)):
@@ -740,10 +751,13 @@ def main():
             if not a.bucket_from_env:
                 if not os.access(garage_binary(), os.X_OK):
                     log(f"{garage_binary()} missing: scripts/env/garage.sh builds it (~16 min)")
-                from bench_s3 import start_garage
+                from bench_s3 import pin_server, start_garage
 
                 with stdout_to_stderr():
-                    server_pid = start_garage(Path(state), None)
+                    server_pid = start_garage(Path(state), a.block_size)
+                if a.server_core:
+                    pin_server([server_pid], cores)
+                    log(f"Garage on core {cores[-1]}, the bucket rows' loaders on {cores[:-1]}")
             os.environ.setdefault("AWS_DEFAULT_REGION", os.environ["AWS_REGION"])
             client, bucket = s3_client(), os.environ["GULP_S3_BUCKET"]
             for n in names:
@@ -756,10 +770,13 @@ def main():
                            check=False, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()[0]
-    print_tables(results, corpora, load0, load1, settings)
+    where = (f"the local rows on cores {cores}; Garage on core {cores[-1]}, the bucket rows on "
+             f"{cores[:-1]}" if a.server_core else f"everything on cores {cores}")
+    print_tables(results, corpora, load0, load1, settings, where)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"date": time.strftime("%F %T"), "versions": info, "settings": settings,
+                       "cores": where,
                        "load": [load0, load1], "quick": a.quick, "corpora": corpora,
                        "results": results}, f, indent=1)
         log(f"figures written to {a.json}")
