@@ -420,9 +420,10 @@ def main() -> int:
             decoded = decoded_bytes(got, indices)
             # Each clip's records as without a cache: less than 1 MiB apart
             # in one request, the bytes between them too (only the frames'
-            # bytes kept). Epoch 2 finds some in the cache. A clip fetched
-            # ahead when the cache had no room for it is fetched again by
-            # its decoding: the 1.3.
+            # bytes kept). Epoch 2 finds some in the cache. In a cache this
+            # small, a clip's frames fetched ahead may be evicted, or not
+            # kept for want of room, before they are decoded, and are then
+            # fetched again: the 1.3.
             spans, span_bytes = fetched_as_without_a_cache(got, indices)
             assert requests(s, "GET") <= 1.3 * spans + 16 + 1, (epoch, s, spans)
             assert s["bytes_down"] <= 1.3 * span_bytes + one_meta + 2048 * sum(
