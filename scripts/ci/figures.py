@@ -54,13 +54,13 @@ FIGURES = {
     "class_bytes": "8",
     "item_bytes": "32",  # the record and a class target
     # The clip loader over a bucket (docs/benchmarks.md, "Object storage"; docs/runs,
-    # 2026-11-29: 48- and 160-frame items, seven runs).
-    "s3_cold_direct": "0.94–1.24",  # cold epoch through the cache ÷ no cache
-    "s3_tenth_direct": "0.96–1.39",  # cache of a tenth ÷ no cache
-    "s3_full_bytes": "1.03",  # bytes fetched over 5 or 6 epochs ÷ the data, cache that holds it
-    "s3_warm": "0.95–1.03",  # epochs once the chunks are whole ÷ local
-    "s3_shared": "0.17–0.29",  # cold epoch ÷ local, Garage on the same 2 cores
-    "s3_own_core": "0.24–0.43",  # the same, Garage on a core of its own, 128 KiB blocks
+    # 2026-11-29: 48- and 160-frame items, five runs).
+    "s3_cold_direct": "1.00–1.24",  # cold epoch through the cache ÷ no cache
+    "s3_tenth_direct": "1.00–1.32",  # cache of a tenth ÷ no cache
+    "s3_full_bytes": "1.00–1.02",  # bytes fetched over 5 or 6 epochs ÷ the data, cache that holds it
+    "s3_warm": "0.93–1.01",  # epochs once the chunks are whole ÷ local
+    "s3_shared": "0.17–0.31",  # cold epoch ÷ local, Garage on the same 2 cores
+    "s3_own_core": "0.24–0.40",  # the same, Garage on a core of its own, 128 KiB blocks
     "s3_tenth_bytes": "5.3–9.7",  # bytes fetched ÷ the frames decoded, cold or a tenth
     # gulp lint on images (docs/benchmarks.md, 2026-11-27).
     "lint_vs_cleanvision": "24",

@@ -70,6 +70,12 @@ const RANGE_GAP: u64 = 4 << 10;
 /// MiB of bytes does (on Garage, about 1 ms of its CPU against 3–4 ms for a
 /// MiB; `docs/object-storage.md`, "What is fetched").
 pub const FETCH_GAP: u64 = 1 << 20;
+/// A hole of an object shorter than this, beside a range a cache that will
+/// hold the object fetches, is fetched in the same request: a request's
+/// worth of bytes (about what a request costs a store; the fill behind the
+/// epochs fetches cached spans shorter than this again for the same
+/// reason). Longer holes wait for the fill: no epoch decodes them.
+const WIDEN_GAP: u64 = 256 << 10;
 /// An entry used again within this time of its last recorded use keeps
 /// that time ([`touch`]).
 const TOUCH_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
@@ -863,7 +869,10 @@ impl RangeStore {
             return Ok(0);
         }
         let wanted: Vec<Range<u64>> = missing.iter().map(|&k| ranges[k].clone()).collect();
-        let spans = coalesce(&wanted, FETCH_GAP);
+        let mut spans = coalesce(&wanted, FETCH_GAP);
+        if self.keep_gaps {
+            spans = self.widen(spans);
+        }
         let Some(fetch) = fetch else { return Ok(0) };
         let bytes = fetch(&spans)?;
         let fetched = bytes.iter().map(|b| b.as_ref().len() as u64).sum();
@@ -885,6 +894,46 @@ impl RangeStore {
             }
         }
         Ok(fetched)
+    }
+
+    /// `spans` (to be fetched, in increasing order) each stretched over the
+    /// hole on either side when it is less than [`WIDEN_GAP`] bytes long:
+    /// up to the end of the cached span before it (or the object's start)
+    /// and to the start of the one after it (or the object's end). For a
+    /// cache that will hold the object whole: the hole is fetched in the
+    /// same request rather than in one of its own later, so that an object
+    /// read through once is nearly whole, for the same bytes.
+    fn widen(&self, spans: Vec<Range<u64>>) -> Vec<Range<u64>> {
+        let have = coalesce(&self.spans_known(), 0);
+        let widened: Vec<Range<u64>> = spans
+            .into_iter()
+            .map(|s| {
+                let at = have.partition_point(|h| h.end <= s.start);
+                let before = at.checked_sub(1).map_or(0, |k| have[k].end);
+                let after = have[at..]
+                    .iter()
+                    .find(|h| h.start >= s.end)
+                    .map_or(self.size, |h| h.start);
+                let start = if s.start - before.min(s.start) < WIDEN_GAP {
+                    before.min(s.start)
+                } else {
+                    s.start
+                };
+                let end = if after.max(s.end) - s.end < WIDEN_GAP {
+                    after.max(s.end)
+                } else {
+                    s.end
+                };
+                start..end
+            })
+            .collect();
+        coalesce(&widened, 0)
+    }
+
+    /// The ranges of the spans this process knows of.
+    fn spans_known(&self) -> Vec<Range<u64>> {
+        let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        known.iter().map(|s| s.range.clone()).collect()
     }
 
     /// Writes the fetched `spans` into the cache, if it has room for them.
@@ -962,6 +1011,8 @@ impl RangeStore {
     fn serve(&self, ranges: &[Range<u64>], out: &mut [Option<Vec<u8>>], read: bool) -> Vec<usize> {
         let mut missing = Vec::new();
         let mut open = None;
+        // The span read last, checked: a clip's frames often share one.
+        let mut last = None;
         for (k, r) in ranges.iter().enumerate() {
             if read && out[k].is_some() {
                 continue;
@@ -970,7 +1021,7 @@ impl RangeStore {
                 if !read {
                     return Some(Vec::new());
                 }
-                let got = self.read_span(&span, r, &mut open);
+                let got = self.read_span(&span, r, &mut open, &mut last);
                 if got.is_none() {
                     self.known
                         .lock()
@@ -989,19 +1040,23 @@ impl RangeStore {
     }
 
     /// Bytes `r` from the file of `span`, `None` if it is not there whole
-    /// and right (then it is removed).
+    /// and right (then it is removed). A span is read and checked whole
+    /// (its CRC-32 covers all of it), so the last one read is kept in
+    /// `last` for the next range that lies in it.
     fn read_span(
         &self,
         span: &Span,
         r: &Range<u64>,
         open: &mut Option<(std::sync::Arc<str>, File)>,
+        last: &mut Option<(Span, Vec<u8>)>,
     ) -> Option<Vec<u8>> {
-        let bytes = self.span_bytes(span, open)?;
+        if last.as_ref().is_none_or(|(held, _)| held != span) {
+            *last = None;
+            *last = Some((span.clone(), self.span_bytes(span, open)?));
+        }
+        let (_, bytes) = last.as_ref()?;
         let from = usize::try_from(r.start - span.range.start).ok()?;
         let to = usize::try_from(r.end - span.range.start).ok()?;
-        if (from, to) == (0, bytes.len()) {
-            return Some(bytes);
-        }
         bytes.get(from..to).map(<[u8]>::to_vec)
     }
 
@@ -1522,6 +1577,53 @@ mod tests {
             let fetched = asked.lock().expect("lock").clone();
             assert_eq!(fetched.is_empty(), keep_gaps, "{fetched:?}");
         }
+    }
+
+    #[test]
+    fn a_cache_that_will_hold_the_object_fetches_short_holes_with_the_ranges_beside_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = std::sync::Arc::new(Cache::open(&CacheOptions::new(dir.path())).expect("open"));
+        let object: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
+        let v1 = id(object.len() as u64, "one");
+        let store = cache.ranges("s3://b/widen", &v1).keeping_gaps(true);
+        let asked = Mutex::new(Vec::new());
+        // Less than 256 KiB from the object's start: fetched from it.
+        store
+            .read(&[200_000..200_100], from(&object, &asked))
+            .expect("read");
+        // 2 MB on, then 200 KB past the span before: that hole comes
+        // along; one of 300 KB does not.
+        store
+            .read(&[2_300_000..2_300_100], from(&object, &asked))
+            .expect("read");
+        store
+            .read(&[2_500_000..2_500_100], from(&object, &asked))
+            .expect("read");
+        store
+            .read(&[2_800_000..2_800_100], from(&object, &asked))
+            .expect("read");
+        // Less than 256 KiB from the object's end: fetched to it.
+        let got = store
+            .read(&[4_800_000..4_800_100], from(&object, &asked))
+            .expect("read");
+        assert_eq!(&got[0][..], &object[4_800_000..4_800_100]);
+        assert_eq!(
+            *asked.lock().expect("lock"),
+            vec![
+                0..200_100,
+                2_300_000..2_300_100,
+                2_300_100..2_500_100,
+                2_800_000..2_800_100,
+                4_800_000..5_000_000
+            ]
+        );
+        // Without a whole copy to come, only the ranges read.
+        let small = cache.ranges("s3://b/narrow", &v1);
+        let asked = Mutex::new(Vec::new());
+        small
+            .read(&[200_000..200_100], from(&object, &asked))
+            .expect("read");
+        assert_eq!(*asked.lock().expect("lock"), vec![200_000..200_100]);
     }
 
     #[test]
