@@ -1218,6 +1218,10 @@ impl Batches {
 
     fn stop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
+        // The fetching thread may be waiting for the consumer or for room.
+        if let Some(schedule) = &self.schedule {
+            schedule.wake();
+        }
         self.jobs = None;
         for worker in self.workers.drain(..).chain(self.fetcher.take()) {
             // A worker only panics on a bug; the batch it was making is

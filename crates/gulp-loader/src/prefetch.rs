@@ -28,7 +28,7 @@ pub(crate) struct Schedule {
     /// Per chunk, the batches still to make that read it.
     uses: Mutex<HashMap<ChunkKey, usize>>,
     /// The size of each chunk fetched whole, and the bytes the loader may
-    /// hold from the consumer's batch to the one fetched for (`None`: no
+    /// hold ahead of the chunks the consumer's batch reads (`None`: no
     /// limit).
     sizes: HashMap<ChunkKey, u64>,
     budget: Option<u64>,
@@ -42,8 +42,9 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     /// The schedule of batches `first..` reading `per_batch`, chunks of
-    /// `sizes`, at most `budget` bytes of them held from the consumer's
-    /// batch on; `None` when they read no cached chunk.
+    /// `sizes`, at most `budget` bytes of them held ahead of the chunks the
+    /// consumer's batch reads (but one chunk ahead whatever its size);
+    /// `None` when they read no cached chunk.
     pub(crate) fn new(
         first: usize,
         per_batch: Vec<Vec<ChunkKey>>,
@@ -96,6 +97,12 @@ impl Schedule {
         self.moved.notify_all();
     }
 
+    /// Wakes the threads waiting on the schedule (to see `cancel`).
+    pub(crate) fn wake(&self) {
+        let _guard = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        self.moved.notify_all();
+    }
+
     /// Releases every chunk of the pass (at its end, or when it is
     /// abandoned midway).
     pub(crate) fn release_all(&self, catalog: &Catalog) {
@@ -108,9 +115,11 @@ impl Schedule {
         }
     }
 
-    /// The bytes of the distinct chunks fetched whole that batches
-    /// `from..=to` read, and of the ranges their clips read.
-    fn held_from(&self, from: usize, to: usize) -> u64 {
+    /// What batches `from..=to` hold ahead of the chunks batch `from` reads
+    /// (those are in use): the bytes of the other distinct chunks fetched
+    /// whole that they read, plus the ranges their clips read; and how many
+    /// such chunks there are.
+    fn held_ahead(&self, from: usize, to: usize) -> (u64, usize) {
         let start = from.saturating_sub(self.first);
         let end = (to + 1)
             .saturating_sub(self.first)
@@ -119,18 +128,35 @@ impl Schedule {
             .iter()
             .map(|b| b.load(Ordering::Relaxed))
             .sum();
+        let in_use = self.per_batch.get(start).map_or(&[][..], Vec::as_slice);
         let mut keys: Vec<ChunkKey> = self.per_batch[start.min(end)..end]
             .iter()
             .flatten()
+            .filter(|k| !in_use.contains(k))
             .copied()
             .collect();
         keys.sort_unstable();
         keys.dedup();
-        ranges
-            + keys
-                .iter()
-                .map(|k| self.sizes.get(k).copied().unwrap_or(0))
-                .sum::<u64>()
+        let chunks: u64 = keys
+            .iter()
+            .map(|k| self.sizes.get(k).copied().unwrap_or(0))
+            .sum();
+        (ranges + chunks, keys.len())
+    }
+
+    /// Whether what batch `batch` reads may be fetched while the consumer
+    /// waits for batch `next`: it is fewer than `ahead` batches beyond it,
+    /// and the batches up to it hold at most the budget ahead of the chunks
+    /// in use, or only one chunk.
+    fn within_reach(&self, next: usize, batch: usize, ahead: usize) -> bool {
+        if batch >= next + ahead {
+            return false;
+        }
+        if batch <= next {
+            return true;
+        }
+        let (bytes, chunks) = self.held_ahead(next, batch);
+        bytes <= self.budget.unwrap_or(u64::MAX) || chunks <= 1
     }
 
     /// Waits while `blocked(next)` holds for the consumer's next batch, in
@@ -224,12 +250,13 @@ impl Schedule {
         let mut seen = std::collections::HashSet::new();
         for (k, keys) in self.per_batch.iter().enumerate() {
             let batch = self.first + k;
-            // Wait until the batch is within reach of the consumer, and the
-            // chunks from its batch to this one fit the budget.
-            let budget = self.budget.unwrap_or(u64::MAX);
-            let Some(next) = self.wait_while(cancel, |next| {
-                batch >= next + ahead || (batch > next && self.held_from(next, batch) > budget)
-            }) else {
+            // Wait until the batch is within reach of the consumer, and what
+            // the batches from the consumer's to this one hold beyond the
+            // chunks in use fits the budget; one chunk ahead always may be
+            // fetched (whether it fits is the cache's to say), so that a
+            // chunk is fetched while the one before it is decoded.
+            let Some(next) = self.wait_while(cancel, |next| !self.within_reach(next, batch, ahead))
+            else {
                 return;
             };
             drop(next);
@@ -326,5 +353,45 @@ impl Filler {
             .unwrap_or_else(PoisonError::into_inner)
             .queued
             .remove(&key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chunks 0, 1 and 2 of 10 bytes, each read by two batches in turn.
+    fn schedule(budget: Option<u64>) -> Schedule {
+        let per_batch = (0..6u32).map(|b| vec![(0, b / 2)]).collect();
+        let sizes = (0..3u32).map(|c| ((0, c), 10)).collect();
+        Schedule::new(0, per_batch, sizes, budget).expect("batches read chunks")
+    }
+
+    #[test]
+    fn one_chunk_ahead_whatever_the_budget() {
+        let s = schedule(Some(5));
+        // The consumer in chunk 0: chunk 1 may be fetched though it is
+        // larger than the budget; chunk 2 (20 bytes ahead) may not.
+        assert!(s.within_reach(0, 1, 8));
+        assert!(s.within_reach(0, 2, 8));
+        assert!(s.within_reach(0, 3, 8));
+        assert!(!s.within_reach(0, 4, 8));
+        // Once the consumer is in chunk 1, chunk 2 is the one ahead.
+        assert!(s.within_reach(2, 4, 8));
+        assert_eq!(s.held_ahead(2, 5), (10, 1));
+    }
+
+    #[test]
+    fn the_budget_counts_the_chunks_beyond_those_in_use() {
+        let s = schedule(Some(20));
+        assert_eq!(s.held_ahead(0, 5), (20, 2));
+        assert!(s.within_reach(0, 5, 8));
+        let s = schedule(Some(19));
+        assert!(!s.within_reach(0, 4, 8));
+        // Never more than `ahead` batches beyond the consumer.
+        let s = schedule(None);
+        assert!(s.within_reach(0, 5, 6));
+        assert!(!s.within_reach(0, 5, 5));
+        assert!(s.within_reach(3, 2, 1));
     }
 }
