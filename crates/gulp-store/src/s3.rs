@@ -521,7 +521,7 @@ impl Object {
     }
 
     /// Writes the object, of `size` bytes, into `file` at its offsets, but
-    /// for the ranges `have` (already written): parts of at most 8 MiB,
+    /// for the ranges `have` (already written): parts of at most 2 MiB,
     /// four at a time, each as `fetch_range` fetches.
     pub fn download(
         &self,
