@@ -61,8 +61,8 @@ batches of 8 clips, uint8 [8, 8, 112, 112, 3], on the 2 cores:
   cache_limit=` a quarter of the data but at least three chunks (the one
   read, the next, slack: the docs' advice; here 3 of the 8 chunks, 0.40 of
   the data): chunks in a random order, the clips of each shuffled, each
-  chunk fetched whole once an epoch (1.00x the data an epoch through
-  s3_proxy.py, as with a quarter; bench_s3.py's "quarter" 0.97-0.99x;
+  chunk fetched whole once an epoch (the data an epoch through
+  s3_proxy.py in 9 epochs of 10, 0.88x in one; with a quarter 0.97-0.99x;
   litdata 1.00x); the ratios are against this row; (2) the same with a
   quarter, two chunks here: a chunk and its successor often do not fit
   together, so fetching and decoding take turns; (3) the full
