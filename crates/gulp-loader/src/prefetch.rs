@@ -116,10 +116,10 @@ impl Schedule {
     }
 
     /// What batches `from..=to` hold ahead of the chunks batch `from` reads
-    /// (those are in use): the bytes of the other distinct chunks fetched
-    /// whole that they read, plus the ranges their clips read; and how many
-    /// such chunks there are.
-    fn held_ahead(&self, from: usize, to: usize) -> (u64, usize) {
+    /// (those are in use): the bytes of the ranges their clips read, the
+    /// bytes of the other distinct chunks fetched whole that they read, and
+    /// how many such chunks there are.
+    fn held_ahead(&self, from: usize, to: usize) -> (u64, u64, usize) {
         let start = from.saturating_sub(self.first);
         let end = (to + 1)
             .saturating_sub(self.first)
@@ -141,13 +141,14 @@ impl Schedule {
             .iter()
             .map(|k| self.sizes.get(k).copied().unwrap_or(0))
             .sum();
-        (ranges + chunks, keys.len())
+        (ranges, chunks, keys.len())
     }
 
     /// Whether what batch `batch` reads may be fetched while the consumer
     /// waits for batch `next`: it is fewer than `ahead` batches beyond it,
     /// and the batches up to it hold at most the budget ahead of the chunks
-    /// in use, or only one chunk.
+    /// in use — or one chunk fetched whole, whatever its size, beside ranges
+    /// within the budget.
     fn within_reach(&self, next: usize, batch: usize, ahead: usize) -> bool {
         if batch >= next + ahead {
             return false;
@@ -155,8 +156,9 @@ impl Schedule {
         if batch <= next {
             return true;
         }
-        let (bytes, chunks) = self.held_ahead(next, batch);
-        bytes <= self.budget.unwrap_or(u64::MAX) || chunks <= 1
+        let budget = self.budget.unwrap_or(u64::MAX);
+        let (ranges, chunk_bytes, chunks) = self.held_ahead(next, batch);
+        ranges.saturating_add(chunk_bytes) <= budget || (chunks == 1 && ranges <= budget)
     }
 
     /// Waits while `blocked(next)` holds for the consumer's next batch, in
@@ -378,13 +380,13 @@ mod tests {
         assert!(!s.within_reach(0, 4, 8));
         // Once the consumer is in chunk 1, chunk 2 is the one ahead.
         assert!(s.within_reach(2, 4, 8));
-        assert_eq!(s.held_ahead(2, 5), (10, 1));
+        assert_eq!(s.held_ahead(2, 5), (0, 10, 1));
     }
 
     #[test]
     fn the_budget_counts_the_chunks_beyond_those_in_use() {
         let s = schedule(Some(20));
-        assert_eq!(s.held_ahead(0, 5), (20, 2));
+        assert_eq!(s.held_ahead(0, 5), (0, 20, 2));
         assert!(s.within_reach(0, 5, 8));
         let s = schedule(Some(19));
         assert!(!s.within_reach(0, 4, 8));
@@ -393,5 +395,19 @@ mod tests {
         assert!(s.within_reach(0, 5, 6));
         assert!(!s.within_reach(0, 5, 5));
         assert!(s.within_reach(3, 2, 1));
+    }
+
+    #[test]
+    fn ranges_ahead_stay_within_the_budget() {
+        // Batches that read only ranges (no chunk fetched whole): the
+        // one-chunk rule does not let their bytes past the budget.
+        let per_batch = (0..4).map(|_| vec![(0, 0)]).collect();
+        let sizes = [((0, 0), 0)].into_iter().collect();
+        let s = Schedule::new(0, per_batch, sizes, Some(100)).expect("batches read chunks");
+        for k in 0..4 {
+            s.ranged[k].store(60, Ordering::Relaxed);
+        }
+        assert!(s.within_reach(0, 0, 8));
+        assert!(!s.within_reach(0, 1, 8), "120 bytes of ranges ahead");
     }
 }
