@@ -1100,8 +1100,7 @@ impl RangeStore {
     #[cfg(test)]
     fn spans(&self) -> Vec<Range<u64>> {
         self.refresh();
-        let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-        known.iter().map(|s| s.range.clone()).collect()
+        self.spans_known()
     }
 
     /// Gives each range in the cache and its bytes (checked) to `each`

@@ -607,6 +607,9 @@ impl Object {
 }
 
 /// An object-store error in one line: its chain of causes.
+/// A part said twice in a row is said once: object_store wraps an error
+/// of a response's body in another of the same kind, which read "Generic
+/// S3 error: Generic S3 error: ...".
 fn clean(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
@@ -618,7 +621,9 @@ fn clean(e: &dyn std::error::Error) -> String {
         }
         source = s.source();
     }
-    text
+    let mut parts: Vec<&str> = text.split(": ").collect();
+    parts.dedup();
+    parts.join(": ")
 }
 
 /// Requests [`Object::get_ranges`] sends for `ranges`: object_store merges
@@ -777,6 +782,27 @@ impl Store for ObjectStores {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_error_wrapped_in_its_own_kind_is_said_once() {
+        let inner = object_store::Error::Generic {
+            store: "S3",
+            source: "error decoding response body".into(),
+        };
+        let outer = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(inner),
+        };
+        assert!(
+            outer
+                .to_string()
+                .starts_with("Generic S3 error: Generic S3 error: ")
+        );
+        assert_eq!(
+            super::clean(&outer),
+            "Generic S3 error: error decoding response body"
+        );
+    }
+
     use super::*;
 
     #[test]
