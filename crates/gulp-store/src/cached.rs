@@ -216,24 +216,24 @@ mod tests {
         let store = CachedStore::new(inner, cache(dir.path()));
         let version = store.version(path).expect("version");
         assert_eq!(version.size, bytes.len() as u64);
-        let before = crate::requests();
+        let before = crate::s3::requests_here();
         let got = store
             .get_version_ranges(path, &version, &[100..200, 2_500_000..2_500_010])
             .expect("ranges");
         assert_eq!(&got[0][..], &bytes[100..200]);
         assert_eq!(&got[1][..], &bytes[2_500_000..2_500_010]);
         // Two requests: the ranges lie more than 1 MiB apart.
-        assert_eq!(crate::requests() - before, 2);
+        assert_eq!(crate::s3::requests_here() - before, 2);
         // Made whole from the ranges kept and the rest fetched; then every
         // read is the cache's.
         let whole = store.whole(path, &version).expect("whole").expect("room");
         assert_eq!(fs::read(&whole.path).expect("read"), bytes);
-        let before = crate::requests();
+        let before = crate::s3::requests_here();
         let got = store
             .get_version_ranges(path, &version, &[0..10, 1_000_000..1_000_010])
             .expect("ranges");
         assert_eq!(&got[1][..], &bytes[1_000_000..1_000_010]);
-        assert_eq!(crate::requests() - before, 0);
+        assert_eq!(crate::s3::requests_here() - before, 0);
         // A version the store no longer has is an error, never a mix.
         inner.put(path, vec![1u8; 10]).expect("replace");
         let stale = ObjectId {

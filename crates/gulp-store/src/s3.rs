@@ -78,6 +78,22 @@ pub fn bytes_received() -> u64 {
 
 fn count(n: u64) {
     REQUESTS.fetch_add(n, Ordering::Relaxed);
+    #[cfg(test)]
+    HERE.with(|here| here.set(here.get() + n));
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Requests counted on this thread: a request's future is polled on the
+    /// thread that blocks on it, so a test counts its own requests while
+    /// other tests of the process send theirs.
+    static HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The requests this thread has sent so far.
+#[cfg(test)]
+pub(crate) fn requests_here() -> u64 {
+    HERE.with(std::cell::Cell::get)
 }
 
 fn received(n: usize) {
