@@ -914,13 +914,15 @@ impl RangeStore {
                     .iter()
                     .find(|h| h.start >= s.end)
                     .map_or(self.size, |h| h.start);
-                let start = if s.start - before.min(s.start) < WIDEN_GAP {
-                    before.min(s.start)
+                // `before` ends at or before `s`, `after` starts at or after
+                // its end (by how they are found).
+                let start = if s.start - before < WIDEN_GAP {
+                    before
                 } else {
                     s.start
                 };
-                let end = if after.max(s.end) - s.end < WIDEN_GAP {
-                    after.max(s.end)
+                let end = if after - s.end < WIDEN_GAP {
+                    after
                 } else {
                     s.end
                 };

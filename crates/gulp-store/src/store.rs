@@ -105,10 +105,11 @@ pub trait Store: Send + Sync {
     }
 }
 
-/// The largest part a whole fetch asks for at once: four at a time, so a
-/// chunk of a few MB arrives over several connections (8 MiB sent a 7 MB
-/// chunk over one, at 0.92x the clips/s of bench_formats.py's bucket row
-/// with Garage on the loader's cores).
+/// The largest part a whole fetch asks for at once: an object store's
+/// fetches four at a time (`s3::Object::download`), so a chunk of a
+/// few MB arrives over several connections (8 MiB sent a 7 MB chunk over
+/// one, at 0.92x the clips/s of bench_formats.py's bucket row with Garage
+/// on the loader's cores).
 pub(crate) const PART: u64 = 2 << 20;
 
 /// The shortest span of an object already in the cache that a whole fetch
