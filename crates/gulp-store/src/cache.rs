@@ -7,6 +7,7 @@
 //! CACHE/
 //!   CACHEDIR.TAG                      marks the directory as a cache (backup tools skip it)
 //!   lock                              held while space is reserved or freed
+//!   boot                              the kernel's boot id when the cache was last opened
 //!   objects/BUCKET/KEY...~SIZE-TAG    an object, whole, complete (renamed into place)
 //!   objects/BUCKET/KEY...~SIZE-TAG.lock   held while that object is being fetched
 //!   objects/BUCKET/KEY...~SIZE-TAG.ranges/S-E,S-E,...   bytes S..E of it, ..., each with its CRC-32 (renamed into place)
@@ -21,12 +22,24 @@
 //! directory's listing gave them: another version of the object is another
 //! entry, and a file of another length (truncated) is not served but
 //! fetched again. Entries appear by `rename` once complete, so nothing
-//! half-fetched is ever read. A whole object is synced first; a file of
-//! ranges is not (a loader keeps thousands a minute), but it holds the
-//! CRC-32 of each range, checked at each read, so that what a power loss
-//! left of it is fetched again, never served. A process using an entry holds a
-//! shared lock on it (the kernel drops it if the process dies); eviction
-//! takes an exclusive lock first, so an entry in use is never evicted.
+//! half-fetched is ever read. What a power loss (or a kernel crash) may
+//! leave of a file that was not synced is never served:
+//! - A whole object is not synced when it is fetched: a loader streaming
+//!   chunks through a small cache evicts most of them within seconds, and
+//!   the kernel never writes those to disk. It is marked not synced (the
+//!   owner's execute bit), and synced, then unmarked, when it is opened
+//!   again at least [`SYNC_AFTER`] after it was made (the kernel has
+//!   usually written it back by then, so the sync costs little). The
+//!   `boot` file holds the kernel's boot id: the first opening of the
+//!   cache after a reboot removes every entry still marked. Where the
+//!   system gives no boot id, a whole object is synced before its rename.
+//! - A file of ranges is not synced (a loader keeps thousands a minute),
+//!   but it holds the CRC-32 of each range, checked at each read, so that
+//!   what a power loss left of it is fetched again, never served.
+//!
+//! A process using an entry holds a shared lock on it (the kernel drops it
+//! if the process dies); eviction takes an exclusive lock first, so an
+//! entry in use is never evicted.
 // Without object stores (no cargo feature `s3`) nothing is cached; the
 // options stay, so that front ends take them alike.
 #![cfg_attr(not(feature = "s3"), allow(dead_code))]
@@ -55,6 +68,19 @@ const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 # This directory is gulp's node cache of remote gulp directories.\n\
 # Everything in it can be fetched again; see docs/object-storage.md.\n";
 const LOCK_FILE: &str = "lock";
+/// The kernel's boot id at the cache's last opening.
+const BOOT_FILE: &str = "boot";
+/// Where Linux gives the id of this boot.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+/// The mode bit that marks a whole object not synced (the owner's execute
+/// bit: never set on a cache's files otherwise, and kept by any umask).
+const NOT_SYNCED: u32 = 0o100;
+/// A whole object not synced is synced when it is opened again this long
+/// after it was made: the kernel writes dirty pages back within about
+/// 30 s (`vm.dirty_expire_centisecs`), so by then the sync mostly waits for
+/// nothing, and an object evicted before (a chunk streamed through a small
+/// cache) never reaches the disk.
+pub const SYNC_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 const OBJECTS: &str = "objects";
 const PARTS: &str = "parts";
 const PART_EXT: &str = "part";
@@ -303,6 +329,11 @@ pub struct Cache {
     root: PathBuf,
     limit: Option<u64>,
     fetch: CacheFetch,
+    /// Whether whole objects are synced when they are opened again rather
+    /// than when fetched (the system gives a boot id).
+    sync_later: bool,
+    /// How old an object not synced is when an opening syncs it.
+    sync_after: std::time::Duration,
 }
 
 impl Cache {
@@ -318,11 +349,60 @@ impl Cache {
             // Best effort: the tag only helps backup tools.
             let _ = fs::write(&tag, TAG);
         }
-        Ok(Cache {
+        let mut cache = Cache {
             root,
             limit: options.limit,
             fetch: options.fetch,
-        })
+            sync_later: false,
+            sync_after: SYNC_AFTER,
+        };
+        if let Some(boot) = boot_id() {
+            cache.after_reboot(&boot)?;
+            cache.sync_later = true;
+        }
+        Ok(cache)
+    }
+
+    /// Removes, on the first opening of the cache since the kernel booted
+    /// as `boot`, every whole object still marked not synced: what a crash
+    /// left of it may not be what was fetched. Then records `boot`.
+    fn after_reboot(&self, boot: &str) -> Result<()> {
+        let boot_file = self.root.join(BOOT_FILE);
+        let recorded = |path: &Path| fs::read_to_string(path).ok();
+        if recorded(&boot_file).as_deref() == Some(boot) {
+            return Ok(());
+        }
+        let global = self.root.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&global)
+            .map_err(|e| Error::io("opening", &global, e))?;
+        lock.lock().map_err(|e| Error::io("locking", &global, e))?;
+        let last = recorded(&boot_file);
+        if last.as_deref() == Some(boot) {
+            return Ok(());
+        }
+        // A cache without a boot file was made by a gulp that synced every
+        // object before its rename: nothing in it is marked.
+        if last.is_some() {
+            use std::os::unix::fs::PermissionsExt;
+            for entry in self.entries()? {
+                let marked = fs::metadata(&entry.path)
+                    .is_ok_and(|m| m.permissions().mode() & NOT_SYNCED != 0);
+                if marked {
+                    evict(&entry.path);
+                }
+            }
+        }
+        // Synced and renamed into place, so that a crash now leaves the
+        // old id (and the sweep is done again) or the new one.
+        let part = with_ext(&boot_file, PART_EXT);
+        let written = File::create(&part)
+            .and_then(|mut f| f.write_all(boot.as_bytes()).and_then(|()| f.sync_all()))
+            .and_then(|()| fs::rename(&part, &boot_file));
+        written.map_err(|e| Error::io("writing", &boot_file, e))
     }
 
     /// What is fetched of data objects.
@@ -368,7 +448,7 @@ impl Cache {
         fetch: impl FnOnce(&File) -> Result<()>,
     ) -> Result<Option<Cached>> {
         let path = self.entry_path(url, id);
-        if let Some(cached) = open_valid(&path, id.size)? {
+        if let Some(cached) = self.open_valid(&path, id.size)? {
             return Ok(Some(cached));
         }
         let parent = path.parent().unwrap_or(&self.root).to_owned();
@@ -385,18 +465,28 @@ impl Cache {
             .map_err(|e| Error::io("opening", &lock_path, e))?;
         lock.lock()
             .map_err(|e| Error::io("locking", &lock_path, e))?;
-        if let Some(cached) = open_valid(&path, id.size)? {
+        if let Some(cached) = self.open_valid(&path, id.size)? {
             return Ok(Some(cached));
         }
         let Some((part, part_path)) = self.reserve(id.size)? else {
             return Ok(None);
         };
         let fetched = fetch(&part).and_then(|()| {
-            part.sync_all()
-                .map_err(|e| Error::io("syncing", &part_path, e))?;
+            if self.sync_later {
+                // Marked before it is renamed into place, so that an entry
+                // is never seen unmarked before it is synced.
+                set_mode_bits(&part, NOT_SYNCED, true)
+                    .map_err(|e| Error::io("marking", &part_path, e))?;
+            } else {
+                part.sync_all()
+                    .map_err(|e| Error::io("syncing", &part_path, e))?;
+            }
             fs::rename(&part_path, &path).map_err(|e| Error::io("renaming", &part_path, e))?;
-            // The rename is durable once the directory is synced.
-            if let Ok(dir) = File::open(&parent) {
+            // The rename is durable once the directory is synced (an entry
+            // that a crash loses is fetched again).
+            if !self.sync_later
+                && let Ok(dir) = File::open(&parent)
+            {
                 let _ = dir.sync_all();
             }
             Ok(())
@@ -854,7 +944,7 @@ impl RangeStore {
             return Ok(0);
         }
         // Another process may have fetched the object whole meanwhile.
-        if let Some(whole) = open_valid(&self.whole, self.size)? {
+        if let Some(whole) = open_valid(&self.whole, self.size, SYNC_AFTER)? {
             for k in missing {
                 if read {
                     let r = &ranges[k];
@@ -1156,10 +1246,18 @@ fn evict(path: &Path) -> bool {
     fs::remove_file(path).is_ok()
 }
 
+impl Cache {
+    /// [`open_valid`] with this cache's time to sync after.
+    fn open_valid(&self, path: &Path, size: u64) -> Result<Option<Cached>> {
+        open_valid(path, size, self.sync_after)
+    }
+}
+
 /// The entry at `path` opened and in use, if it is there whole (`size`
 /// bytes; another length is removed and fetched again); its use time is
-/// now.
-fn open_valid(path: &Path, size: u64) -> Result<Option<Cached>> {
+/// now. One marked not synced is synced (then unmarked) if it was made at
+/// least `sync_after` ago.
+fn open_valid(path: &Path, size: u64, sync_after: std::time::Duration) -> Result<Option<Cached>> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -1185,11 +1283,50 @@ fn open_valid(path: &Path, size: u64) -> Result<Option<Cached>> {
     if !same {
         return Ok(None);
     }
+    sync_if_due(&file, &meta, sync_after);
     touch(&file, &meta);
     Ok(Some(Cached {
         file,
         path: path.to_owned(),
     }))
+}
+
+/// Syncs the entry `file` if it is marked not synced and was made at least
+/// `after` ago (or when it was made is not known), then unmarks it: synced
+/// first, so that a mark lost with a crash is lost only after its data is
+/// on the disk. Best effort: an entry left marked is removed after a reboot.
+fn sync_if_due(file: &File, meta: &fs::Metadata, after: std::time::Duration) {
+    use std::os::unix::fs::PermissionsExt;
+    if meta.permissions().mode() & NOT_SYNCED == 0 {
+        return;
+    }
+    let young = meta
+        .created()
+        .ok()
+        .and_then(|made| SystemTime::now().duration_since(made).ok())
+        .is_some_and(|age| age < after);
+    if !young && file.sync_all().is_ok() {
+        let _ = set_mode_bits(file, NOT_SYNCED, false);
+    }
+}
+
+/// Sets (`on`) or clears the mode bits `bits` of `file`.
+fn set_mode_bits(file: &File, bits: u32, on: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut permissions = file.metadata()?.permissions();
+    let mode = permissions.mode();
+    permissions.set_mode(if on { mode | bits } else { mode & !bits });
+    file.set_permissions(permissions)
+}
+
+/// The id of this boot of the kernel; `None` where the system gives none.
+fn boot_id() -> Option<String> {
+    static ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let id = fs::read_to_string(BOOT_ID).ok()?;
+        Some(id.trim().to_owned()).filter(|id| !id.is_empty())
+    })
+    .clone()
 }
 
 /// Marks an entry used now (least recently used first: the use time is
@@ -1317,6 +1454,80 @@ mod tests {
         assert_eq!(fs::read(&again.path).expect("read"), b"hello");
         // Nothing is left in parts/.
         assert_eq!(fs::read_dir(dir.path().join(PARTS)).expect("ls").count(), 0);
+    }
+
+    fn marked(path: &Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(path).expect("stat").permissions().mode() & NOT_SYNCED != 0
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_whole_object_is_synced_when_used_again_and_dropped_after_a_reboot_if_not() {
+        assert!(boot_id().is_some(), "Linux gives a boot id");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cache = Cache::open(&CacheOptions::new(dir.path())).expect("open");
+        assert_eq!(
+            fs::read_to_string(dir.path().join(BOOT_FILE)).ok(),
+            boot_id()
+        );
+        let (v1, v2) = (id(5, "one"), id(3, "two"));
+        let kept = cache
+            .get("s3://b/kept", &v1, fill(b"hello"))
+            .expect("get")
+            .expect("room")
+            .path;
+        let lost = cache
+            .get("s3://b/lost", &v2, fill(b"bye"))
+            .expect("get")
+            .expect("room")
+            .path;
+        assert!(marked(&kept) && marked(&lost), "fetched, not synced");
+        // Used again soon after: still not synced.
+        drop(cache.get("s3://b/kept", &v1, |_| panic!("fetched twice")));
+        assert!(marked(&kept));
+        // Used again once old enough: synced and unmarked.
+        cache.sync_after = std::time::Duration::ZERO;
+        let again = cache
+            .get("s3://b/kept", &v1, |_| panic!("fetched twice"))
+            .expect("get")
+            .expect("room");
+        assert!(!marked(&kept) && marked(&lost));
+        drop(again);
+        // Opened after the same boot: nothing removed.
+        drop(Cache::open(&CacheOptions::new(dir.path())).expect("open"));
+        assert!(kept.exists() && lost.exists());
+        // After a reboot, the first opening removes what was not synced.
+        fs::write(dir.path().join(BOOT_FILE), "another boot").expect("write");
+        let cache = Cache::open(&CacheOptions::new(dir.path())).expect("open");
+        assert!(kept.exists() && !lost.exists());
+        let served = cache
+            .get("s3://b/kept", &v1, |_| panic!("fetched twice"))
+            .expect("get")
+            .expect("room");
+        assert_eq!(fs::read(&served.path).expect("read"), b"hello");
+        let fetched = cache
+            .get("s3://b/lost", &v2, fill(b"bye"))
+            .expect("get")
+            .expect("room");
+        assert_eq!(fs::read(&fetched.path).expect("read"), b"bye");
+        assert_eq!(
+            fs::read_to_string(dir.path().join(BOOT_FILE)).ok(),
+            boot_id()
+        );
+    }
+
+    #[test]
+    fn without_a_boot_id_a_whole_object_is_synced_before_its_rename() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cache = Cache::open(&CacheOptions::new(dir.path())).expect("open");
+        cache.sync_later = false;
+        let path = cache
+            .get("s3://b/k", &id(5, "one"), fill(b"hello"))
+            .expect("get")
+            .expect("room")
+            .path;
+        assert!(!marked(&path));
     }
 
     #[test]
