@@ -200,6 +200,15 @@ impl Catalog {
         }
     }
 
+    /// Fetches chunk `key` whole into the node cache without holding it
+    /// open (what the next pass opens first): `false` when the cache has
+    /// no room for it now.
+    pub(crate) fn warm(&self, (source, chunk): ChunkKey) -> Result<bool> {
+        let dir = &self.dirs[source as usize];
+        let entry = &dir.dir.chunks()[chunk as usize];
+        Ok(entry.cached_data_reader(dir.dir.read_mode())?.is_some())
+    }
+
     /// Makes chunk `key`'s data object whole in the node cache (its missing
     /// bytes fetched): `false` when the cache has no room for it now. A
     /// chunk the pass has open is then read from the whole copy for the

@@ -103,6 +103,46 @@ impl Schedule {
         self.moved.notify_all();
     }
 
+    /// Whether a batch of the pass still to be made reads chunk `key`
+    /// (the pass holds it open).
+    pub(crate) fn holds(&self, key: ChunkKey) -> bool {
+        self.uses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&key)
+    }
+
+    /// Fetches chunk `key` whole into the node cache without holding it
+    /// (the next pass's first chunk), once the cache has room: tried again
+    /// after each chunk this pass releases, until it holds none or `cancel`
+    /// is set. A failure is left to the pass that reads the chunk.
+    pub(crate) fn warm_when_room(&self, catalog: &Catalog, key: ChunkKey, cancel: &AtomicBool) {
+        let holds_some = || {
+            !self
+                .uses
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty()
+        };
+        loop {
+            let released = self.released.load(Ordering::Relaxed);
+            if !matches!(catalog.warm(key), Ok(false)) || !holds_some() {
+                return;
+            }
+            let waited = self.wait_while(cancel, |_| {
+                self.released.load(Ordering::Relaxed) == released && holds_some()
+            });
+            if waited.is_none() {
+                return;
+            }
+        }
+    }
+
+    /// Whether the pass fetches some chunk whole (not by ranges).
+    pub(crate) fn fetches_whole(&self) -> bool {
+        self.sizes.values().any(|&size| size > 0)
+    }
+
     /// Releases every chunk of the pass (at its end, or when it is
     /// abandoned midway).
     pub(crate) fn release_all(&self, catalog: &Catalog) {

@@ -1917,3 +1917,75 @@ fn a_directory_in_a_store_gives_the_batches_it_gives_on_disk() {
         }
     }
 }
+
+/// The whole data objects a node cache holds: the chunk number of each.
+#[cfg(feature = "s3")]
+fn cached_chunks(cache: &Path) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut dirs = vec![cache.join("objects")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("cache listing") {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if path.is_dir() {
+                dirs.push(path.clone());
+            } else if let Some(rest) = name.strip_prefix("data_")
+                && let Some((chunk, version)) = rest.split_once(".gulp~")
+                && !version.contains('.')
+            {
+                found.push(chunk.parse().expect("chunk number"));
+            }
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// A pass by chunks through a node cache fetches, once it has fetched its
+/// own chunks, the chunk the next epoch reads first (and plans that
+/// epoch), so that the next epoch does not begin by waiting for it: with
+/// room for one chunk, the one the cache holds after the pass is the next
+/// epoch's first, not the pass's last.
+#[cfg(feature = "s3")]
+#[test]
+fn a_pass_by_chunks_fetches_the_next_epoch_s_first_chunk() {
+    use gulp_store::{CacheFetch, CacheOptions};
+    let (_tmp, dir) = chunked_dir();
+    let url = PathBuf::from("memory://lookahead/chunks");
+    gulp_io::copy_dir(&dir, &url, &mut |_| {}).expect("copy");
+    let chunk = std::fs::metadata(dir.join("data_0.gulp"))
+        .expect("chunk")
+        .len();
+    let cache = tempfile::tempdir().expect("tempdir");
+    let options = LoaderOptions {
+        open: gulp_io::GulpDirectory::options().cache(Some(CacheOptions {
+            fetch: CacheFetch::Chunks,
+            limit: Some(chunk + chunk / 2),
+            ..CacheOptions::new(cache.path())
+        })),
+        ..by_chunks(1, 0, 1, 2)
+    };
+    let mut loader = Loader::open(&url, options).expect("open");
+    let first = collect(&mut loader);
+    let held = cached_chunks(cache.path());
+    let second = collect(&mut loader);
+    let last_read = chunk_of(first.last().and_then(|b| b.ids.last()).expect("a batch"));
+    let next_first = chunk_of(&second[0].ids[0]);
+    assert_ne!(
+        last_read, next_first,
+        "the seed makes the next epoch begin with another chunk"
+    );
+    assert_eq!(
+        held,
+        vec![next_first],
+        "epoch 0 ended with chunk {last_read}"
+    );
+    // The next epoch is the one a loader that did not look ahead gives.
+    let mut fresh = Loader::open(&dir, by_chunks(1, 0, 1, 2)).expect("open");
+    fresh.set_epoch(1);
+    let ids = |b: &[gulp_loader::Batch]| b.iter().flat_map(|b| b.ids.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&second), ids(&collect(&mut fresh)));
+}
