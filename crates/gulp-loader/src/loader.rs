@@ -589,30 +589,14 @@ impl Loader {
             .collect();
         // From a node cache: the chunks of the batches after those in
         // flight, fetched ahead.
-        let next_plan: PlanKey = (epoch + 1, 0, inner.options.order.world_size);
         let fetcher = schedule.clone().map(|schedule| {
-            let (inner, cancel, samples, planned) = (
-                Arc::clone(&inner),
-                Arc::clone(&cancel),
-                Arc::clone(&samples),
-                Arc::clone(&self.planned),
-            );
-            std::thread::spawn(move || {
-                schedule.fetch_ahead(
-                    &inner.catalog,
-                    2 * in_flight,
-                    range_fetchers(inner.threads),
-                    &cancel,
-                    |batch| range_clips(&inner, &samples, epoch, batch),
-                    |(item, frames)| {
-                        // A failure is the decoding thread's to report.
-                        let _ = inner.catalog.fetch_frames(item, frames);
-                    },
-                );
-                if !cancel.load(Ordering::Relaxed) && schedule.fetches_whole() {
-                    look_ahead(&inner, &schedule, &planned, next_plan, &cancel);
-                }
-            })
+            let pass = Pass {
+                inner: Arc::clone(&inner),
+                samples: Arc::clone(&samples),
+                cancel: Arc::clone(&cancel),
+                epoch,
+            };
+            spawn_fetcher(pass, schedule, Arc::clone(&self.planned), in_flight)
         });
         let mut batches = Batches {
             cursor: Arc::clone(&self.cursor),
@@ -1184,6 +1168,49 @@ fn plan_epoch(inner: &Inner, epoch: u64, start: usize, layout: usize) -> Vec<Sam
         (0..o.clips).flat_map(move |clip| (0..crops).map(move |crop| Sample { slot, clip, crop }))
     }));
     samples
+}
+
+/// What the threads of one pass share.
+struct Pass {
+    inner: Arc<Inner>,
+    samples: Arc<Vec<Sample>>,
+    cancel: Arc<AtomicBool>,
+    epoch: u64,
+}
+
+/// Starts the thread that fetches what the batches of `pass` read from a
+/// node cache, `2 × in_flight` batches ahead of the consumer at most
+/// ([`Schedule::fetch_ahead`]), then, the pass's chunks fetched, looks
+/// ahead to the next epoch ([`look_ahead`]).
+fn spawn_fetcher(
+    pass: Pass,
+    schedule: Arc<Schedule>,
+    planned: Arc<Mutex<Option<Planned>>>,
+    in_flight: usize,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Pass {
+            inner,
+            samples,
+            cancel,
+            epoch,
+        } = pass;
+        schedule.fetch_ahead(
+            &inner.catalog,
+            2 * in_flight,
+            range_fetchers(inner.threads),
+            &cancel,
+            |batch| range_clips(&inner, &samples, epoch, batch),
+            |(item, frames)| {
+                // A failure is the decoding thread's to report.
+                let _ = inner.catalog.fetch_frames(item, frames);
+            },
+        );
+        if !cancel.load(Ordering::Relaxed) && schedule.fetches_whole() {
+            let next: PlanKey = (epoch + 1, 0, inner.options.order.world_size);
+            look_ahead(&inner, &schedule, &planned, next, &cancel);
+        }
+    })
 }
 
 /// What a pass from a node cache does for the next epoch once it has

@@ -125,8 +125,11 @@ impl Schedule {
                 .is_empty()
         };
         loop {
+            // Read before the try: a release between a try that finds no
+            // room and the wait is seen by the wait.
             let released = self.released.load(Ordering::Relaxed);
-            if !matches!(catalog.warm(key), Ok(false)) || !holds_some() {
+            let held = holds_some();
+            if !matches!(catalog.warm(key), Ok(false)) || !held {
                 return;
             }
             let waited = self.wait_while(cancel, |_| {
@@ -320,7 +323,15 @@ impl Schedule {
                 }
                 loop {
                     let released = self.released.load(Ordering::Relaxed);
-                    if !matches!(catalog.prefetch(*key), Ok(false)) {
+                    let opened = catalog.prefetch(*key);
+                    if matches!(opened, Ok(true)) && !self.holds(*key) {
+                        // Its last batch was made, and the chunk released,
+                        // while it was being opened: opened after its
+                        // release, it would stay held (its room in the
+                        // cache lost) until the pass ends.
+                        catalog.release(*key);
+                    }
+                    if !matches!(opened, Ok(false)) {
                         break;
                     }
                     // No room: wait for a release, until the batch's turn.

@@ -1851,10 +1851,19 @@ fn column_predicates_and_weights_match_the_same_functions() {
 /// held in memory (`memory://`, the code paths of a bucket: ranges, the
 /// node cache and its prefetcher) as from the directory on disk: without
 /// a cache, and through a node cache with each fetch policy.
+/// Held by the tests that read a store in memory: one counts the process's
+/// requests to the stores (`gulp_store::requests`), which another's would
+/// add to.
+#[cfg(feature = "s3")]
+static STORE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(feature = "s3")]
 #[test]
 fn a_directory_in_a_store_gives_the_batches_it_gives_on_disk() {
     use gulp_store::{CacheFetch, CacheOptions};
+    let _alone = STORE_TESTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fx = fixture();
     let url = PathBuf::from("memory://loader/train");
     let copied = gulp_io::copy_dir(&fx.dir, &url, &mut |_| {}).expect("copy");
@@ -1953,6 +1962,9 @@ fn cached_chunks(cache: &Path) -> Vec<usize> {
 #[test]
 fn a_pass_by_chunks_fetches_the_next_epoch_s_first_chunk() {
     use gulp_store::{CacheFetch, CacheOptions};
+    let _alone = STORE_TESTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_tmp, dir) = chunked_dir();
     let url = PathBuf::from("memory://lookahead/chunks");
     gulp_io::copy_dir(&dir, &url, &mut |_| {}).expect("copy");

@@ -473,21 +473,17 @@ impl Object {
     /// Bytes `range` of the object, asked for with `If-Match: etag` so
     /// that they come from the version listed (another version is an
     /// error, never a mix), and tried again up to `GULP_S3_RETRIES` times
-    /// when the transfer fails (a reset connection, a timeout).
-    /// Fetches bytes `range` of the object (the version `etag` if given)
-    /// into `file` at the same offsets, as they arrive: no buffer of the
-    /// range's size is filled first (its fresh pages, faulted in and
-    /// returned for each part, were 4 % of a loader's CPU streaming chunks
-    /// from a bucket). Retried as [`fetch_range`](Self::fetch_range) is,
-    /// from the range's start.
-    async fn fetch_range_into(
+    /// when the transfer fails (a reset connection, a timeout). Each piece
+    /// of the body goes to `take` as it arrives, with its offset in the
+    /// object (a try starts again from the range's start); an error of
+    /// `take` ends the fetch, untried again.
+    async fn fetch_range_with(
         &self,
         range: Range<u64>,
         etag: Option<&str>,
-        file: &std::fs::File,
+        mut take: impl FnMut(u64, &[u8]) -> std::io::Result<()>,
     ) -> Result<()> {
         use futures::StreamExt;
-        use std::os::unix::fs::FileExt;
         let retries = retries();
         let want = range.end - range.start;
         let mut attempt = 0;
@@ -498,7 +494,7 @@ impl Object {
                 if_match: etag.map(str::to_owned),
                 ..GetOptions::default()
             };
-            let mut unwritten = None;
+            let mut untaken = None;
             let got = async {
                 let mut body = self
                     .bucket
@@ -507,16 +503,16 @@ impl Object {
                     .await?
                     .into_stream();
                 let mut at = range.start;
-                while let Some(chunk) = body.next().await {
-                    let chunk = chunk?;
-                    received(chunk.len());
-                    let end = at + chunk.len() as u64;
+                while let Some(piece) = body.next().await {
+                    let piece = piece?;
+                    received(piece.len());
+                    let end = at + piece.len() as u64;
                     if end > range.end {
                         // Longer than asked: said below as a wrong length.
                         return Ok(end - range.start);
                     }
-                    if let Err(e) = file.write_all_at(&chunk, at) {
-                        unwritten = Some(e);
+                    if let Err(e) = take(at, &piece) {
+                        untaken = Some(e);
                         break;
                     }
                     at = end;
@@ -524,7 +520,7 @@ impl Object {
                 Ok(at - range.start)
             }
             .await;
-            if let Some(e) = unwritten {
+            if let Some(e) = untaken {
                 return Err(crate::Error::io("writing", Path::new(&self.url), e));
             }
             let failed = match got {
@@ -557,55 +553,37 @@ impl Object {
         }
     }
 
+    /// Bytes `range` of the object ([`fetch_range_with`](Self::fetch_range_with)).
     async fn fetch_range(&self, range: Range<u64>, etag: Option<&str>) -> Result<bytes::Bytes> {
-        let retries = retries();
-        let mut attempt = 0;
-        loop {
-            count(1);
-            let options = GetOptions {
-                range: Some(GetRange::Bounded(range.clone())),
-                if_match: etag.map(str::to_owned),
-                ..GetOptions::default()
-            };
-            let got = async {
-                let got = self.bucket.store.get_opts(&self.key, options).await?;
-                got.bytes().await
+        let mut bytes = Vec::new();
+        let start = range.start;
+        let want = usize::try_from(range.end - range.start).unwrap_or(0);
+        self.fetch_range_with(range, etag, |at, piece| {
+            if at == start {
+                bytes.clear();
+                bytes.reserve(want);
             }
-            .await;
-            let failed = match got {
-                Ok(bytes) if bytes.len() as u64 == range.end - range.start => {
-                    received(bytes.len());
-                    return Ok(bytes);
-                }
-                Ok(bytes) => {
-                    received(bytes.len());
-                    format!(
-                        "got {} bytes (the object is shorter than its listing says)",
-                        bytes.len()
-                    )
-                }
-                Err(object_store::Error::Precondition { .. }) => {
-                    return Err(remote_err(
-                        &self.url,
-                        Some(&range),
-                        "the object changed after the directory was opened (open it again)",
-                    ));
-                }
-                Err(e @ object_store::Error::NotFound { .. }) => {
-                    return Err(self.fail(Some(&range), e));
-                }
-                Err(e) => clean(&e),
-            };
-            if attempt >= retries {
-                return Err(remote_err(
-                    &self.url,
-                    Some(&range),
-                    format!("{failed} (after {} attempts)", attempt + 1),
-                ));
-            }
-            attempt += 1;
-            tokio::time::sleep(Duration::from_millis(100 << attempt.min(6))).await;
-        }
+            bytes.extend_from_slice(piece);
+            Ok(())
+        })
+        .await?;
+        Ok(bytes.into())
+    }
+
+    /// Bytes `range` of the object written into `file` at the same offsets
+    /// as they arrive ([`fetch_range_with`](Self::fetch_range_with)): no
+    /// buffer of the range's size is filled first (its fresh pages, faulted
+    /// in and returned for each part, were 4 % of a loader's CPU streaming
+    /// chunks from a bucket).
+    async fn fetch_range_into(
+        &self,
+        range: Range<u64>,
+        etag: Option<&str>,
+        file: &std::fs::File,
+    ) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.fetch_range_with(range, etag, |at, piece| file.write_all_at(piece, at))
+            .await
     }
 
     /// The bytes of `spans` (each fetched as one request, `SPANS_AT_ONCE`
