@@ -661,9 +661,10 @@ impl Loader {
     }
 }
 
-/// Chunks made whole at once behind the epochs: a chunk's fill ends with
-/// its file synced to disk, which one at a time bounds (about two 42 MB
-/// chunks an epoch in the benchmark, against ten with three).
+/// Chunks made whole at once behind the epochs: chosen when each fill
+/// ended with its file synced to disk, which one at a time bounded (about
+/// two 42 MB chunks an epoch in the benchmark, against ten with three).
+/// The node cache now syncs a whole object when it is opened again.
 const FILLERS: usize = 3;
 
 /// Starts the [`FILLERS`] threads that make chunks whole in the node cache,
