@@ -363,6 +363,21 @@ impl Cache {
         Ok(cache)
     }
 
+    /// The cache's lock file (which holds the ledger), opened and locked:
+    /// held while space is reserved or freed, or the cache swept.
+    fn lock(&self) -> Result<File> {
+        let path = self.root.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io("opening", &path, e))?;
+        lock.lock().map_err(|e| Error::io("locking", &path, e))?;
+        Ok(lock)
+    }
+
     /// Removes, on the first opening of the cache since the kernel booted
     /// as `boot`, every whole object still marked not synced: what a crash
     /// left of it may not be what was fetched. Then records `boot`.
@@ -372,14 +387,7 @@ impl Cache {
         if recorded(&boot_file).as_deref() == Some(boot) {
             return Ok(());
         }
-        let global = self.root.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&global)
-            .map_err(|e| Error::io("opening", &global, e))?;
-        lock.lock().map_err(|e| Error::io("locking", &global, e))?;
+        let _lock = self.lock()?;
         let last = recorded(&boot_file);
         if last.as_deref() == Some(boot) {
             return Ok(());
@@ -539,15 +547,7 @@ impl Cache {
     /// by a stream of small ranges is not walked for each of them.
     fn reserve_all(&self, sizes: &[u64]) -> Result<Option<Vec<(File, PathBuf)>>> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let global = self.root.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&global)
-            .map_err(|e| Error::io("opening", &global, e))?;
-        lock.lock().map_err(|e| Error::io("locking", &global, e))?;
+        let lock = self.lock()?;
         let total: u64 = sizes.iter().sum();
         if let Some(limit) = self.limit {
             if total > limit {
