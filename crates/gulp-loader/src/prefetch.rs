@@ -112,28 +112,30 @@ impl Schedule {
             .contains_key(&key)
     }
 
+    /// Whether a batch of the pass still to be made reads any chunk.
+    fn holds_any(&self) -> bool {
+        !self
+            .uses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
     /// Fetches chunk `key` whole into the node cache without holding it
     /// (the next pass's first chunk), once the cache has room: tried again
     /// after each chunk this pass releases, until it holds none or `cancel`
     /// is set. A failure is left to the pass that reads the chunk.
     pub(crate) fn warm_when_room(&self, catalog: &Catalog, key: ChunkKey, cancel: &AtomicBool) {
-        let holds_some = || {
-            !self
-                .uses
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .is_empty()
-        };
         loop {
             // Read before the try: a release between a try that finds no
             // room and the wait is seen by the wait.
             let released = self.released.load(Ordering::Relaxed);
-            let held = holds_some();
+            let held = self.holds_any();
             if !matches!(catalog.warm(key), Ok(false)) || !held {
                 return;
             }
             let waited = self.wait_while(cancel, |_| {
-                self.released.load(Ordering::Relaxed) == released && holds_some()
+                self.released.load(Ordering::Relaxed) == released && self.holds_any()
             });
             if waited.is_none() {
                 return;
@@ -313,12 +315,7 @@ impl Schedule {
                 if catalog.reads_ranges(*key) {
                     continue;
                 }
-                let still_used = self
-                    .uses
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .contains_key(key);
-                if !still_used || !seen.insert(*key) {
+                if !self.holds(*key) || !seen.insert(*key) {
                     continue;
                 }
                 loop {

@@ -363,6 +363,11 @@ impl Cache {
         Ok(cache)
     }
 
+    /// [`open_valid`] with this cache's time to sync after.
+    fn open_valid(&self, path: &Path, size: u64) -> Result<Option<Cached>> {
+        open_valid(path, size, self.sync_after)
+    }
+
     /// The cache's lock file (which holds the ledger), opened and locked:
     /// held while space is reserved or freed, or the cache swept.
     fn lock(&self) -> Result<File> {
@@ -1244,13 +1249,6 @@ fn evict(path: &Path) -> bool {
         return false;
     }
     fs::remove_file(path).is_ok()
-}
-
-impl Cache {
-    /// [`open_valid`] with this cache's time to sync after.
-    fn open_valid(&self, path: &Path, size: u64) -> Result<Option<Cached>> {
-        open_valid(path, size, self.sync_after)
-    }
 }
 
 /// The entry at `path` opened and in use, if it is there whole (`size`
